@@ -1,0 +1,1 @@
+//! The workspace root package: it owns `examples/` and `tests/`.

@@ -1,0 +1,137 @@
+//! The negotiated host capabilities, read once per run from the capability document.
+//!
+//! Anything gated on a capability needs a proof value that only [`Capabilities::negotiate`] can
+//! produce: a pack cannot make one up, so it cannot read `attempts` from a host that does not
+//! advertise them.
+
+use crate::wire::CapabilityDocument;
+
+/// Proof that the host advertises `aiProviders.callAccounting.attempts: true`.
+///
+/// No public constructor: only negotiation makes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptsProof {
+    _negotiated: (),
+}
+
+/// Proof that the host advertises `aiProviders.callAccounting.retryPolicy: true`.
+///
+/// No public constructor: only negotiation makes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicyProof {
+    _negotiated: (),
+}
+
+/// A host capability a node can require (`#[wop_node(requires(...))]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// `aiProviders`.
+    AiProviders,
+    /// `aiProviders.callAccounting.attempts`.
+    Attempts,
+    /// `aiProviders.callAccounting.retryPolicy`.
+    RetryPolicy,
+    /// `providerUsage`.
+    ProviderUsage,
+    /// `replay.modes` containing `replay`.
+    Replay,
+}
+
+impl Capability {
+    /// How the capability is named in errors and docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AiProviders => "aiProviders",
+            Self::Attempts => "aiProviders.callAccounting.attempts",
+            Self::RetryPolicy => "aiProviders.callAccounting.retryPolicy",
+            Self::ProviderUsage => "providerUsage",
+            Self::Replay => "replay.modes[replay]",
+        }
+    }
+}
+
+/// The host default ceiling when a document does not advertise `envelopes.reliability`.
+pub const DEFAULT_CEILING: u8 = 3;
+/// The truncation multiplier when a document does not advertise one.
+pub const DEFAULT_TRUNCATION_MULTIPLIER: u32 = 2;
+
+/// What the runtime negotiated with a host.
+#[derive(Clone, Debug)]
+pub struct Capabilities {
+    document: CapabilityDocument,
+    attempts: Option<AttemptsProof>,
+    retry_policy: Option<RetryPolicyProof>,
+}
+
+impl Capabilities {
+    /// Negotiates from a (v1 or v2) capability document. The only way to obtain the proofs.
+    pub fn negotiate(document: CapabilityDocument) -> Self {
+        let ca = document.call_accounting.unwrap_or_default();
+        Self {
+            attempts: ca.attempts.then_some(AttemptsProof { _negotiated: () }),
+            retry_policy: ca
+                .retry_policy
+                .then_some(RetryPolicyProof { _negotiated: () }),
+            document,
+        }
+    }
+
+    /// The proof for `attempts`, when the host advertises it.
+    pub fn attempts(&self) -> Option<AttemptsProof> {
+        self.attempts
+    }
+
+    /// The proof for a per-call `retry`, when the host advertises it.
+    pub fn retry_policy(&self) -> Option<RetryPolicyProof> {
+        self.retry_policy
+    }
+
+    /// The host's ceiling on provider requests per call (`maxRetryAttempts`, default 3).
+    pub fn max_retry_attempts(&self) -> u8 {
+        self.document
+            .reliability
+            .as_ref()
+            .map_or(DEFAULT_CEILING, |r| r.max_retry_attempts)
+    }
+
+    /// The truncation budget multiplier (default 2).
+    pub fn truncation_multiplier(&self) -> u32 {
+        self.document
+            .reliability
+            .as_ref()
+            .map_or(DEFAULT_TRUNCATION_MULTIPLIER, |r| {
+                r.completion.truncation_budget_multiplier
+            })
+    }
+
+    /// Whether the host emits `provider.usage`.
+    pub fn provider_usage(&self) -> bool {
+        self.document.provider_usage
+    }
+
+    /// The replay modes the host offers.
+    pub fn replay_modes(&self) -> &[String] {
+        &self.document.replay_modes
+    }
+
+    /// The providers the host offers.
+    pub fn providers(&self) -> &[String] {
+        &self.document.providers
+    }
+
+    /// The document negotiated from.
+    pub fn document(&self) -> &CapabilityDocument {
+        &self.document
+    }
+
+    /// Whether the host offers `capability`.
+    pub fn has(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::AiProviders => self.document.ai_providers,
+            Capability::Attempts => self.attempts.is_some(),
+            Capability::RetryPolicy => self.retry_policy.is_some(),
+            Capability::ProviderUsage => self.document.provider_usage,
+            Capability::Replay => self.document.replay_modes.iter().any(|m| m == "replay"),
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Nodes: the [`Node`] trait the `#[wop_node]` macro implements, the node context, node errors
+//! and the runner that executes one node against a [`crate::Host`].
+
+mod ctx;
+mod runner;
+
+pub(crate) use ctx::RunState;
+pub use ctx::{CallReport, NodeCtx};
+pub use runner::{NodeOutcome, execute};
+
+use crate::budget::CallPlan;
+use crate::caps::Capability;
+use crate::host::BoxFuture;
+use crate::policy::RetryPolicy;
+use crate::wire::{ErrorCode, ErrorEnvelope};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::fmt;
+
+/// A node's category in the manifest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// `chat`
+    Chat,
+    /// `control`
+    Control,
+    /// `data`
+    Data,
+    /// `canvas`
+    Canvas,
+    /// `coordination`
+    Coordination,
+    /// `integration`
+    Integration,
+}
+
+impl Category {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Control => "control",
+            Self::Data => "data",
+            Self::Canvas => "canvas",
+            Self::Coordination => "coordination",
+            Self::Integration => "integration",
+        }
+    }
+}
+
+/// A node's role in the manifest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `pure`: no effect outside its output.
+    Pure,
+    /// `side-effect`: has effects outside its output (calling a model is one).
+    SideEffect,
+}
+
+impl Role {
+    /// The manifest spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pure => "pure",
+            Self::SideEffect => "side-effect",
+        }
+    }
+}
+
+/// What `#[wop_node(...)]` declares about a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeSpec {
+    /// The OpenWOP type id, e.g. `community.bookai.draft-scene`.
+    pub type_id: &'static str,
+    /// Semver.
+    pub version: &'static str,
+    /// The manifest category.
+    pub category: Category,
+    /// The manifest role.
+    pub role: Role,
+    /// A human label.
+    pub label: Option<&'static str>,
+    /// A description.
+    pub description: Option<&'static str>,
+    /// The node's budget in provider requests per execution.
+    pub max_calls: Option<u32>,
+    /// The default retry policy of the node's calls.
+    pub retry: RetryPolicy,
+    /// Host capabilities the node requires; it refuses to start without them.
+    pub requires: &'static [Capability],
+}
+
+/// A pack node. Implemented by `#[wop_node]`; write it by hand only when the macro cannot
+/// express what you need.
+pub trait Node: Send + Sync + 'static {
+    /// The typed input.
+    type Input: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The typed output.
+    type Output: Serialize + JsonSchema + Send + 'static;
+    /// The node's declaration.
+    const SPEC: NodeSpec;
+
+    /// Runs the node.
+    fn run<'a, 'run>(
+        &'a self,
+        ctx: &'a NodeCtx<'run>,
+        input: Self::Input,
+    ) -> BoxFuture<'a, Result<Self::Output, NodeError>>;
+
+    /// The calls the node plans to make for `input`, for the estimate before a run.
+    fn plan(&self, input: &Self::Input) -> CallPlan {
+        let _ = input;
+        CallPlan::default()
+    }
+}
+
+/// A node with its types erased to JSON: what a pack registry holds.
+pub trait DynNode: Send + Sync {
+    /// The declaration.
+    fn spec(&self) -> &'static NodeSpec;
+    /// The input's JSON schema.
+    fn input_schema(&self) -> Value;
+    /// The output's JSON schema.
+    fn output_schema(&self) -> Value;
+    /// The plan for a JSON input.
+    fn plan_json(&self, input: &Value) -> Result<CallPlan, ErrorEnvelope>;
+    /// Runs the node on a JSON input.
+    fn run_json<'a, 'run>(
+        &'a self,
+        ctx: &'a NodeCtx<'run>,
+        input: Value,
+    ) -> BoxFuture<'a, Result<Value, NodeError>>;
+}
+
+fn parse_input<T: DeserializeOwned>(input: &Value) -> Result<T, ErrorEnvelope> {
+    T::deserialize(input).map_err(|e| {
+        let msg = e.to_string();
+        let field = msg
+            .split('`')
+            .nth(1)
+            .filter(|_| msg.contains("field"))
+            .map_or_else(|| "input".to_owned(), |f| format!("input.{f}"));
+        ErrorEnvelope::validation(field, format!("the node input is invalid: {msg}"))
+    })
+}
+
+impl<N: Node> DynNode for N {
+    fn spec(&self) -> &'static NodeSpec {
+        &N::SPEC
+    }
+
+    fn input_schema(&self) -> Value {
+        (*crate::ai::schema_of::<N::Input>()).clone()
+    }
+
+    fn output_schema(&self) -> Value {
+        (*crate::ai::schema_of::<N::Output>()).clone()
+    }
+
+    fn plan_json(&self, input: &Value) -> Result<CallPlan, ErrorEnvelope> {
+        Ok(self.plan(&parse_input::<N::Input>(input)?))
+    }
+
+    fn run_json<'a, 'run>(
+        &'a self,
+        ctx: &'a NodeCtx<'run>,
+        input: Value,
+    ) -> BoxFuture<'a, Result<Value, NodeError>> {
+        Box::pin(async move {
+            let input = parse_input::<N::Input>(&input).map_err(NodeError::from_envelope)?;
+            let output = self.run(ctx, input).await?;
+            serde_json::to_value(output)
+                .map_err(|e| NodeError::new(format!("the node output does not serialize: {e}")))
+        })
+    }
+}
+
+pub(crate) enum NodeErrorKind {
+    Own(ErrorEnvelope),
+    Ai {
+        local: u64,
+        state: std::sync::Arc<RunState>,
+    },
+}
+
+/// Why a node failed: its own error, or an AI failure propagated with `?` (settled on the way).
+///
+/// A propagated AI failure stays opaque here too: `Debug` and `Display` say only that an AI call
+/// failed; the node's `node.failed` event carries the failure's public error code.
+pub struct NodeError {
+    pub(crate) kind: NodeErrorKind,
+}
+
+impl NodeError {
+    /// The node's own failure (`node_failed`).
+    pub fn new(message: impl Into<String>) -> Self {
+        Self::from_envelope(ErrorEnvelope::new(ErrorCode::NodeFailed, message))
+    }
+
+    /// The node refuses its input: `validation_error` naming `field`.
+    pub fn invalid_input(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self::from_envelope(ErrorEnvelope::validation(field, rule))
+    }
+
+    /// A failure with an explicit envelope.
+    pub fn from_envelope(envelope: ErrorEnvelope) -> Self {
+        Self {
+            kind: NodeErrorKind::Own(envelope),
+        }
+    }
+
+    /// Whether this is a propagated AI failure.
+    pub fn is_ai_failure(&self) -> bool {
+        matches!(self.kind, NodeErrorKind::Ai { .. })
+    }
+}
+
+impl fmt::Debug for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            NodeErrorKind::Own(e) => f.debug_tuple("NodeError").field(e).finish(),
+            NodeErrorKind::Ai { .. } => f.write_str("NodeError(AiFailure(opaque, settled))"),
+        }
+    }
+}
+
+impl fmt::Display for NodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            NodeErrorKind::Own(e) => e.fmt(f),
+            NodeErrorKind::Ai { .. } => {
+                f.write_str("an AI call failed (settled; its cause is private to the host)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NodeError {}
+
+impl<'run> From<crate::ai::AiFailure<'run>> for NodeError {
+    /// Propagating a failure with `?` settles it.
+    fn from(failure: crate::ai::AiFailure<'run>) -> Self {
+        failure.state.mark_settled(failure.local);
+        Self {
+            kind: NodeErrorKind::Ai {
+                local: failure.local,
+                state: std::sync::Arc::clone(&failure.state),
+            },
+        }
+    }
+}

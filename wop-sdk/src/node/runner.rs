@@ -1,0 +1,137 @@
+//! Executes one node against a host: negotiation, required capabilities, `node.*` events,
+//! settling of failures left unsettled, and the node's own cost report.
+
+use super::ctx::{CallReport, RunState};
+use super::{DynNode, NodeCtx, NodeErrorKind};
+use crate::budget::BudgetStatus;
+use crate::caps::Capabilities;
+use crate::host::{Host, RunId};
+use crate::wire::{ErrorCode, ErrorEnvelope, kind};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// How one node execution ended, and what its calls cost.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeOutcome {
+    /// The run.
+    #[serde(serialize_with = "ser_run")]
+    pub run_id: RunId,
+    /// The node instance.
+    pub node_id: String,
+    /// The output, or the public error of `node.failed`.
+    pub result: Result<Value, ErrorEnvelope>,
+    /// The node's calls, in call order.
+    pub calls: Vec<CallReport>,
+    /// The budget at the end.
+    pub budget: BudgetStatus,
+}
+
+fn ser_run<S: serde::Serializer>(r: &RunId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(r.as_str())
+}
+
+/// Executes `node` as `node_id` of `run_id` on `host` with a JSON `input`.
+///
+/// Records `node.started`, then `node.completed {output}` or `node.failed {error}`. A node that
+/// requires a capability the host lacks fails `capability_not_provided` before any request.
+/// Failures the node left unsettled are settled with the host when it ends.
+pub async fn execute(
+    host: Arc<dyn Host>,
+    run_id: RunId,
+    node_id: &str,
+    node: &dyn DynNode,
+    input: Value,
+) -> NodeOutcome {
+    let spec = node.spec();
+    let caps = Capabilities::negotiate(host.capability_document());
+    host.record_event(
+        &run_id,
+        kind::NODE_STARTED,
+        json!({"nodeId": node_id, "typeId": spec.type_id}),
+    )
+    .await;
+    let state = Arc::new(RunState::new(
+        Arc::clone(&host),
+        run_id.clone(),
+        node_id.to_owned(),
+        caps,
+        spec.retry,
+        spec.max_calls,
+    ));
+    let missing = spec.requires.iter().find(|c| !state.caps.has(**c));
+    let result = if let Some(missing) = missing {
+        Err(ErrorEnvelope::new(
+            ErrorCode::CapabilityNotProvided,
+            format!(
+                "the node `{}` requires `{}`, which the host does not advertise",
+                spec.type_id,
+                missing.name()
+            ),
+        )
+        .with_detail("capability", missing.name()))
+    } else {
+        let ctx = NodeCtx::new(Arc::clone(&state));
+        let out = node.run_json(&ctx, input).await;
+        match out {
+            Ok(v) => Ok(v),
+            Err(e) => Err(match e.kind {
+                NodeErrorKind::Own(env) => env,
+                NodeErrorKind::Ai {
+                    local,
+                    state: ref owner,
+                } => {
+                    if Arc::ptr_eq(owner, &state) {
+                        state.books().failures.get(&local).map_or_else(
+                            || ErrorEnvelope::new(ErrorCode::NodeFailed, "an AI call failed"),
+                            |f| f.public.clone(),
+                        )
+                    } else {
+                        ErrorEnvelope::validation(
+                            "failure",
+                            "an AI failure of another run was propagated",
+                        )
+                    }
+                }
+            }),
+        }
+    };
+    // Settle with the host every failure the node settled by `?`, or dropped.
+    let tokens: Vec<_> = state
+        .books()
+        .failures
+        .values()
+        .filter_map(|f| f.token)
+        .collect();
+    for token in tokens {
+        // A refusal here means the host already settled it; nothing of it reaches the pack.
+        let _ = host.settle_ai_failure(&run_id, token).await;
+    }
+    match &result {
+        Ok(output) => {
+            host.record_event(
+                &run_id,
+                kind::NODE_COMPLETED,
+                json!({"nodeId": node_id, "output": output}),
+            )
+            .await;
+        }
+        Err(error) => {
+            host.record_event(
+                &run_id,
+                kind::NODE_FAILED,
+                json!({"nodeId": node_id, "error": error}),
+            )
+            .await;
+        }
+    }
+    let books = state.books();
+    NodeOutcome {
+        run_id,
+        node_id: node_id.to_owned(),
+        result,
+        calls: books.calls.clone(),
+        budget: books.budget,
+    }
+}

@@ -1,0 +1,21 @@
+//! Serde types for exactly the JSON of the wire contract: the `ctx.callAI` request and result,
+//! RFC 0248's `attempts` and `retry`, the capability document, run events and the error envelope.
+//!
+//! Parsing goes through `from_json` functions that check every rule and name the exact field:
+//! what a pack sent breaks a rule as `validation_error`, what a host sent as `protocol_error`.
+//! v2 spellings are written; v1 spellings are accepted on input.
+
+mod caps;
+mod error;
+mod event;
+mod read;
+mod request;
+mod result;
+
+pub use caps::{CallAccounting, CapabilityDocument, Completion, Reliability};
+pub use error::{ErrorCode, ErrorEnvelope, WireError};
+pub use event::{RunEvent, kind, normalize_type};
+pub use request::{CallAiRequest, Message, Retry, Role};
+pub use result::{
+    Attempts, CallAiResult, FinishReason, SemanticStatus, StructuredOutputMode, Usage,
+};
