@@ -22,6 +22,8 @@ pub mod ai;
 pub mod budget;
 pub mod caps;
 pub mod host;
+#[cfg(feature = "local")]
+pub mod journal;
 pub mod node;
 pub mod policy;
 pub mod wire;

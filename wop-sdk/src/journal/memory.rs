@@ -1,0 +1,221 @@
+//! The in-memory journal: the same contract as the SQLite one, for fast unit tests. Nothing
+//! survives the process.
+
+use super::{
+    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Outcome, RunRecord,
+};
+use crate::host::{AttemptKey, BoxFuture, RunId};
+use crate::wire::RunEvent;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+#[derive(Default)]
+struct State {
+    runs: Vec<RunRecord>,
+    calls: HashMap<AttemptKey, Entry>,
+    events: HashMap<RunId, Vec<RunEvent>>,
+    charges: BTreeMap<AttemptKey, Charge>,
+}
+
+/// A journal held in memory.
+#[derive(Default)]
+pub struct MemoryJournal {
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for MemoryJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryJournal")
+            .field("calls", &self.lock().calls.len())
+            .finish()
+    }
+}
+
+impl MemoryJournal {
+    /// An empty journal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
+    Box::pin(std::future::ready(v))
+}
+
+fn push_event(state: &mut State, run: &RunId, kind: &str, payload: &Value) -> u64 {
+    let log = state.events.entry(run.clone()).or_default();
+    let seq = log.len() as u64 + 1;
+    log.push(RunEvent {
+        seq,
+        run_id: run.as_str().to_owned(),
+        kind: kind.to_owned(),
+        payload: payload.clone(),
+    });
+    seq
+}
+
+impl Journal for MemoryJournal {
+    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
+        let mut s = self.lock();
+        if !s.runs.iter().any(|r| r.run_id == run.run_id) {
+            s.runs.push(run.clone());
+        }
+        ready(Ok(()))
+    }
+
+    fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
+        ready(Ok(self
+            .lock()
+            .runs
+            .iter()
+            .find(|r| r.run_id == run.as_str())
+            .cloned()))
+    }
+
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
+        ready(Ok(self.lock().runs.clone()))
+    }
+
+    fn begin<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let mut s = self.lock();
+        let begin = match s.calls.get(key) {
+            None => {
+                s.calls.insert(
+                    key.clone(),
+                    Entry {
+                        attempt_id: attempt_id.to_owned(),
+                        fingerprint: *fingerprint,
+                        requests: 0,
+                        outcome: None,
+                    },
+                );
+                Begin::Fresh
+            }
+            Some(e) if e.fingerprint != *fingerprint => Begin::Mismatch,
+            Some(e) => match &e.outcome {
+                Some(o) => Begin::Recorded {
+                    attempt_id: e.attempt_id.clone(),
+                    outcome: o.clone(),
+                },
+                None => Begin::Unfinished {
+                    attempt_id: e.attempt_id.clone(),
+                    requests: e.requests,
+                },
+            },
+        };
+        ready(Ok(begin))
+    }
+
+    fn record_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        n: u32,
+        _max_tokens: u32,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let mut s = self.lock();
+        let r = match s.calls.get_mut(key) {
+            Some(e) => {
+                e.requests = e.requests.max(n);
+                Ok(())
+            }
+            None => Err(JournalError::Io(format!("no identity recorded for {key}"))),
+        };
+        ready(r)
+    }
+
+    fn finish<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        outcome: &'a Outcome,
+        charge: Option<&'a Charge>,
+        events: &'a [(String, Value)],
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let mut s = self.lock();
+        let Some(e) = s.calls.get_mut(key) else {
+            return ready(Err(JournalError::Io(format!(
+                "no identity recorded for {key}"
+            ))));
+        };
+        if e.outcome.is_some() {
+            return ready(Err(JournalError::Io(format!(
+                "the outcome of {key} is already recorded"
+            ))));
+        }
+        e.outcome = Some(outcome.clone());
+        if let Some(c) = charge {
+            s.charges.insert(key.clone(), c.clone());
+        }
+        for (kind, payload) in events {
+            push_event(&mut s, &key.run_id, kind, payload);
+        }
+        ready(Ok(()))
+    }
+
+    fn lookup<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>> {
+        ready(Ok(self.lock().calls.get(key).cloned()))
+    }
+
+    fn completed_attempt<'a>(
+        &'a self,
+        run: &'a RunId,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let s = self.lock();
+        let found = s.calls.iter().any(|(k, e)| {
+            k.run_id == *run
+                && e.attempt_id == attempt_id
+                && matches!(e.outcome, Some(Outcome::Completed { .. }))
+        });
+        ready(Ok(found))
+    }
+
+    fn append_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        kind: &'a str,
+        payload: &'a Value,
+    ) -> BoxFuture<'a, Result<u64, JournalError>> {
+        let mut s = self.lock();
+        ready(Ok(push_event(&mut s, run, kind, payload)))
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
+        ready(Ok(self.lock().events.get(run).cloned().unwrap_or_default()))
+    }
+
+    fn charges<'a>(
+        &'a self,
+        run: Option<&'a RunId>,
+    ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
+        let s = self.lock();
+        let rows = s
+            .charges
+            .iter()
+            .filter(|(k, _)| run.is_none_or(|r| k.run_id == *r))
+            .map(|(k, c)| ChargeRow {
+                run_id: k.run_id.as_str().to_owned(),
+                node_id: k.node_id.clone(),
+                call_index: k.call_index,
+                charge: c.clone(),
+            })
+            .collect();
+        ready(Ok(rows))
+    }
+
+    fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
+        ready(Ok(self.lock().calls.len() as u64))
+    }
+}

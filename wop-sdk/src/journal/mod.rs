@@ -1,0 +1,229 @@
+//! The attempt journal: where call identities live.
+//!
+//! A call's identity ([`AttemptKey`]) and its request [`Fingerprint`] are persisted before
+//! dispatch; each provider request of the call is recorded as it is sent; the terminal outcome,
+//! its charge and the call's events are written in one transaction. On re-entry the journal tells
+//! the host whether to replay ([`Begin::Recorded`]), refuse ([`Begin::Mismatch`]), or report an
+//! ambiguous dispatch ([`Begin::Unfinished`]): redelivery is not retry.
+//!
+//! Two stores pass one shared test suite: [`MemoryJournal`] for fast unit tests and, with the
+//! `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL, durable before dispatch).
+
+mod fingerprint;
+mod memory;
+#[cfg(test)]
+pub(crate) mod suite;
+
+pub use fingerprint::{Fingerprint, canonical_json, fingerprint};
+pub use memory::MemoryJournal;
+
+use crate::host::{AttemptKey, BoxFuture, RunId};
+use crate::wire::{ErrorEnvelope, RunEvent};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// The schema version this build writes and reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A journal failure. Never a panic: a damaged or newer file is reported and left untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JournalError {
+    /// The file is not a journal, or is damaged.
+    Corrupt(String),
+    /// The file was written by a newer version of the SDK.
+    NewerSchema {
+        /// The version found.
+        found: u32,
+        /// The version this build understands.
+        supported: u32,
+    },
+    /// The storage refused a read or a write (full disk, read-only file, I/O error).
+    Io(String),
+}
+
+impl fmt::Display for JournalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Corrupt(m) => write!(f, "the attempt journal is damaged or not a journal: {m}"),
+            Self::NewerSchema { found, supported } => write!(
+                f,
+                "the attempt journal has schema version {found}, newer than the {supported} this build \
+                 understands: upgrade wop-sdk to open it (the file was not modified)"
+            ),
+            Self::Io(m) => write!(f, "the attempt journal could not be read or written: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for JournalError {}
+
+/// A generation charged to beneficiaries: one row per completed call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Charge {
+    /// Who is charged, jointly (the run's owner when the call named none).
+    pub beneficiaries: Vec<String>,
+    /// Completed provider generations.
+    pub generations: u32,
+    /// Output tokens reported for them.
+    pub output_tokens: u64,
+}
+
+/// A charge as the ledger holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChargeRow {
+    /// The call.
+    pub run_id: String,
+    /// The call.
+    pub node_id: String,
+    /// The call.
+    pub call_index: u32,
+    /// The charge.
+    #[serde(flatten)]
+    pub charge: Charge,
+}
+
+/// How a call ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Outcome {
+    /// The call completed: the exact result JSON text handed to the pack.
+    Completed {
+        /// The result, byte for byte.
+        result: String,
+    },
+    /// The call failed.
+    Failed {
+        /// What an outside party may see.
+        public: ErrorEnvelope,
+        /// The cause, private to the host (provider error text, policy, billing).
+        private_cause: String,
+        /// The dispatch outcome was unknown (a crash mid-call).
+        ambiguous: bool,
+    },
+}
+
+/// A recorded call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The identity handed out.
+    pub attempt_id: String,
+    /// The request fingerprint.
+    pub fingerprint: Fingerprint,
+    /// Provider requests recorded as sent.
+    pub requests: u32,
+    /// The terminal outcome, when written.
+    pub outcome: Option<Outcome>,
+}
+
+/// What [`Journal::begin`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Begin {
+    /// No record: the identity is now persisted (durably) with the given attempt id.
+    Fresh,
+    /// Same identity, same fingerprint, terminal outcome recorded: replay it.
+    Recorded {
+        /// The recorded identity.
+        attempt_id: String,
+        /// The recorded outcome.
+        outcome: Outcome,
+    },
+    /// Same identity, a different request: an integrity error.
+    Mismatch,
+    /// Same identity and request, no terminal outcome: the dispatch outcome is unknown.
+    Unfinished {
+        /// The recorded identity.
+        attempt_id: String,
+        /// Provider requests recorded as sent before the interruption.
+        requests: u32,
+    },
+}
+
+/// A run as the journal knows it: enough to show its events or replay it later.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRecord {
+    /// The run.
+    pub run_id: String,
+    /// Who owns it (charged when a call names no beneficiary).
+    pub owner: String,
+    /// The run it replays, for a replay fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
+    /// Free-form metadata the host keeps (node, input, script).
+    pub meta: Value,
+}
+
+/// The store behind the local host. Implementations must make [`Journal::begin`]'s write durable
+/// before it returns, and [`Journal::finish`] atomic.
+pub trait Journal: Send + Sync {
+    /// Registers a run (idempotent).
+    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// A run's record.
+    fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>>;
+
+    /// Every run, oldest first.
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>>;
+
+    /// Looks the identity up and, when it is new, persists it with `attempt_id` before returning.
+    fn begin<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>>;
+
+    /// Records that provider request number `n` (from 1) of the call is about to be sent with
+    /// `max_tokens`.
+    fn record_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        n: u32,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// Writes the terminal outcome, its charge and the call's events in one transaction.
+    fn finish<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        outcome: &'a Outcome,
+        charge: Option<&'a Charge>,
+        events: &'a [(String, Value)],
+    ) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// The recorded call, for a replay fork.
+    fn lookup<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>>;
+
+    /// Whether `attempt_id` is a completed call of `run` (retry lineage).
+    fn completed_attempt<'a>(
+        &'a self,
+        run: &'a RunId,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, JournalError>>;
+
+    /// Appends one event to the run's log; returns its sequence number.
+    fn append_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        kind: &'a str,
+        payload: &'a Value,
+    ) -> BoxFuture<'a, Result<u64, JournalError>>;
+
+    /// The run's events in sequence order.
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>>;
+
+    /// The ledger: every charge, or a run's.
+    fn charges<'a>(
+        &'a self,
+        run: Option<&'a RunId>,
+    ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>>;
+
+    /// How many calls are recorded (for diagnostics and benchmarks).
+    fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>>;
+}

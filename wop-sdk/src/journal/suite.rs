@@ -1,0 +1,168 @@
+//! The contract every journal store passes. Each store's tests call these functions.
+
+use super::*;
+use crate::host::AttemptKey;
+use serde_json::json;
+
+fn key(run: &str, call: u32) -> AttemptKey {
+    AttemptKey {
+        run_id: RunId::new(run),
+        node_id: "n1".into(),
+        call_index: call,
+    }
+}
+
+fn fp(b: u8) -> Fingerprint {
+    Fingerprint([b; 32])
+}
+
+fn completed(text: &str) -> Outcome {
+    Outcome::Completed {
+        result: text.to_owned(),
+    }
+}
+
+/// Fresh, then recorded, mismatch and unfinished answers.
+pub(crate) async fn begin_answers(j: &dyn Journal) {
+    let k = key("r1", 0);
+    assert_eq!(j.begin(&k, &fp(1), "a-1").await, Ok(Begin::Fresh));
+    assert_eq!(
+        j.begin(&k, &fp(1), "a-other").await,
+        Ok(Begin::Unfinished {
+            attempt_id: "a-1".into(),
+            requests: 0
+        })
+    );
+    j.record_request(&k, 1, 100).await.expect("record request");
+    j.record_request(&k, 2, 200).await.expect("record request");
+    assert_eq!(
+        j.begin(&k, &fp(1), "x").await,
+        Ok(Begin::Unfinished {
+            attempt_id: "a-1".into(),
+            requests: 2
+        })
+    );
+    assert_eq!(j.begin(&k, &fp(2), "x").await, Ok(Begin::Mismatch));
+    let charge = Charge {
+        beneficiaries: vec!["u1".into()],
+        generations: 2,
+        output_tokens: 300,
+    };
+    let events = vec![("provider.usage".to_owned(), json!({"outputTokens": 100}))];
+    j.finish(
+        &k,
+        &completed(r#"{"content":"hi"}"#),
+        Some(&charge),
+        &events,
+    )
+    .await
+    .expect("finish");
+    assert_eq!(
+        j.begin(&k, &fp(1), "x").await,
+        Ok(Begin::Recorded {
+            attempt_id: "a-1".into(),
+            outcome: completed(r#"{"content":"hi"}"#)
+        })
+    );
+    assert_eq!(j.begin(&k, &fp(2), "x").await, Ok(Begin::Mismatch));
+    assert!(
+        j.finish(&k, &completed("again"), None, &[]).await.is_err(),
+        "an outcome is written once"
+    );
+    let rows = j.charges(Some(&RunId::new("r1"))).await.expect("charges");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].charge, charge);
+    let ev = j.events(&RunId::new("r1")).await.expect("events");
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].seq, 1);
+    assert!(
+        j.completed_attempt(&RunId::new("r1"), "a-1")
+            .await
+            .expect("lineage")
+    );
+    assert!(
+        !j.completed_attempt(&RunId::new("r2"), "a-1")
+            .await
+            .expect("lineage")
+    );
+    assert_eq!(j.call_count().await, Ok(1));
+}
+
+/// A failed outcome is replayed as failed and is never a lineage source.
+pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
+    let k = key("r3", 0);
+    assert_eq!(j.begin(&k, &fp(3), "a-3").await, Ok(Begin::Fresh));
+    let failed = Outcome::Failed {
+        public: crate::wire::ErrorEnvelope::new(
+            crate::wire::ErrorCode::UpstreamUnavailable,
+            "unknown",
+        ),
+        private_cause: "socket reset".into(),
+        ambiguous: true,
+    };
+    j.finish(&k, &failed, None, &[]).await.expect("finish");
+    assert_eq!(
+        j.begin(&k, &fp(3), "x").await,
+        Ok(Begin::Recorded {
+            attempt_id: "a-3".into(),
+            outcome: failed
+        })
+    );
+    assert!(
+        !j.completed_attempt(&RunId::new("r3"), "a-3")
+            .await
+            .expect("lineage")
+    );
+    assert!(
+        j.charges(Some(&RunId::new("r3")))
+            .await
+            .expect("charges")
+            .is_empty()
+    );
+    assert!(j.record_request(&key("nope", 0), 1, 1).await.is_err());
+}
+
+/// Runs, events and their order.
+pub(crate) async fn runs_and_events(j: &dyn Journal) {
+    let run = RunRecord {
+        run_id: "r9".into(),
+        owner: "o".into(),
+        replay_of: None,
+        meta: json!({"node": "x"}),
+    };
+    j.begin_run(&run).await.expect("run");
+    j.begin_run(&run).await.expect("idempotent");
+    assert_eq!(
+        j.runs()
+            .await
+            .expect("runs")
+            .iter()
+            .filter(|r| r.run_id == "r9")
+            .count(),
+        1
+    );
+    assert_eq!(j.run(&RunId::new("r9")).await, Ok(Some(run)));
+    let r = RunId::new("r9");
+    assert_eq!(j.append_event(&r, "node.started", &json!({})).await, Ok(1));
+    assert_eq!(
+        j.append_event(&r, "node.completed", &json!({"output": 1}))
+            .await,
+        Ok(2)
+    );
+    let kinds: Vec<_> = j
+        .events(&r)
+        .await
+        .expect("events")
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["node.started", "node.completed"]);
+}
+
+#[tokio::test]
+async fn memory_journal_passes_the_suite() {
+    let j = MemoryJournal::new();
+    begin_answers(&j).await;
+    failures_and_lineage(&j).await;
+    runs_and_events(&j).await;
+}
