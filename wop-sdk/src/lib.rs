@@ -24,6 +24,8 @@ pub mod caps;
 pub mod host;
 #[cfg(feature = "local")]
 pub mod journal;
+#[cfg(feature = "local")]
+pub mod local;
 pub mod node;
 pub mod policy;
 pub mod wire;
