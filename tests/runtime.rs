@@ -238,10 +238,10 @@ impl Recorder {
 impl Host for Recorder {
     fn capability_document(&self) -> CapabilityDocument {
         let mut d = self.inner.capability_document();
-        if !self.advertise_attempts {
-            if let Some(ca) = &mut d.call_accounting {
-                ca.attempts = false;
-            }
+        if !self.advertise_attempts
+            && let Some(ca) = &mut d.call_accounting
+        {
+            ca.attempts = false;
         }
         d
     }
@@ -252,10 +252,10 @@ impl Host for Recorder {
     ) -> BoxFuture<'a, Result<Value, HostFailure>> {
         Box::pin(async move {
             let mut r = self.inner.call_ai(key, request).await;
-            if let Ok(v) = &mut r {
-                if self.strip_attempts {
-                    v.as_object_mut().map(|m| m.remove("attempts"));
-                }
+            if let Ok(v) = &mut r
+                && self.strip_attempts
+            {
+                v.as_object_mut().map(|m| m.remove("attempts"));
             }
             if let Ok(mut log) = self.log.lock() {
                 log.0.push(request.clone());

@@ -709,6 +709,13 @@ pub struct RunOptions {
     pub script: Option<Script>,
 }
 
+struct Start<'a> {
+    run_id: &'a RunId,
+    node_id: &'a str,
+    owner: &'a str,
+    replay_of: Option<&'a RunId>,
+}
+
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(1);
 
 impl LocalHost {
@@ -759,33 +766,32 @@ impl LocalHost {
             .owner
             .clone()
             .unwrap_or_else(|| self.inner.config.default_owner.clone());
-        if let Some(refused) = self
-            .prepare(
-                &run_id,
-                &node_id,
-                node,
-                &input,
-                &owner,
-                None,
-                options.script,
-            )
-            .await
-        {
+        let start = Start {
+            run_id: &run_id,
+            node_id: &node_id,
+            owner: &owner,
+            replay_of: None,
+        };
+        if let Some(refused) = self.prepare(start, node, &input, options.script).await {
             return refused;
         }
         execute(self.as_host(), run_id, &node_id, node, input).await
     }
 
+    /// Records the run and readies the provider; the refusal of a run that cannot start.
     async fn prepare(
         &self,
-        run_id: &RunId,
-        node_id: &str,
+        start: Start<'_>,
         node: &dyn DynNode,
         input: &Value,
-        owner: &str,
-        replay_of: Option<&RunId>,
         script: Option<Script>,
     ) -> Option<NodeOutcome> {
+        let Start {
+            run_id,
+            node_id,
+            owner,
+            replay_of,
+        } = start;
         lock(&self.inner.owners).insert(run_id.clone(), owner.to_owned());
         let record = RunRecord {
             run_id: run_id.as_str().to_owned(),
@@ -867,16 +873,14 @@ impl LocalHost {
             Ok(Some(r)) => r.owner,
             _ => self.inner.config.default_owner.clone(),
         };
+        let start = Start {
+            run_id: &fork,
+            node_id,
+            owner: &owner,
+            replay_of: Some(source),
+        };
         if let Some(refused) = self
-            .prepare(
-                &fork,
-                node_id,
-                node,
-                &input,
-                &owner,
-                Some(source),
-                Some(Script::default()),
-            )
+            .prepare(start, node, &input, Some(Script::default()))
             .await
         {
             return refused;
