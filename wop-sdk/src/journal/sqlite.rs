@@ -191,7 +191,7 @@ impl SqliteJournal {
     /// every write answers [`JournalError::Io`]. The file is never migrated or modified.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, JournalError> {
         let path = path.as_ref().to_path_buf();
-        if !file_len(&path)?.is_some_and(|len| len > 0) {
+        if file_len(&path)?.is_none_or(|len| len == 0) {
             return Err(JournalError::Io(format!(
                 "{}: no journal to open read-only",
                 path.display()
@@ -355,9 +355,7 @@ fn inspect(path: &Path) -> Result<u32, JournalError> {
             supported: SCHEMA_VERSION,
         });
     }
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(|e| opening(path, e))?;
-    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+    let conn = inspection_connection(path)?;
     let version = user_version(&conn).map_err(|e| prefix(path, e))?;
     if version > SCHEMA_VERSION {
         return Err(JournalError::NewerSchema {
@@ -378,6 +376,46 @@ fn inspect(path: &Path) -> Result<u32, JournalError> {
     }
     drop(conn);
     Ok(version)
+}
+
+/// A read-only connection that creates nothing next to the file. Without a WAL or rollback
+/// journal beside it the file alone is the database, so it is opened `immutable` (no locks, no
+/// `-shm`/`-wal` created, even for a WAL-mode file); otherwise SQLite needs those side files, and
+/// they already exist.
+fn inspection_connection(path: &Path) -> Result<Connection, JournalError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let alone = ["-wal", "-shm", "-journal"]
+        .iter()
+        .all(|suffix| !side_file(path, suffix).exists());
+    let conn = match path.to_str().filter(|_| alone) {
+        Some(text) => Connection::open_with_flags(
+            format!("file:{}?immutable=1", uri_path(text)),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        ),
+        None => Connection::open_with_flags(path, flags),
+    }
+    .map_err(|e| opening(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+    Ok(conn)
+}
+
+/// A path as the path part of a `file:` URI.
+fn uri_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    if cfg!(windows) && path.as_bytes().get(1) == Some(&b':') {
+        out.push('/');
+    }
+    for b in path.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(char::from(b));
+            }
+            b'\\' if cfg!(windows) => out.push('/'),
+            b':' if cfg!(windows) => out.push(':'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 fn prefix(path: &Path, e: JournalError) -> JournalError {
@@ -1276,6 +1314,7 @@ mod tests {
         let err = refused(&path);
         assert!(matches!(err, JournalError::Corrupt(_)), "{err}");
         assert_eq!(digest(&path), before, "the file was modified");
+        no_side_files(&path);
         cleanup(&path);
     }
 
@@ -1314,6 +1353,17 @@ mod tests {
             "{err}"
         );
         assert_eq!(digest(&path), before, "the file was modified");
+        cleanup(&path);
+    }
+
+    #[tokio::test]
+    async fn a_path_with_uri_characters_reopens() {
+        let path = temp_path("we?ird #dir %20&x=1").with_file_name("j o?u#r%n=al.db");
+        journal_with(&path, 1).await;
+        let j = SqliteJournal::open(&path).expect("reopen");
+        assert_eq!(j.call_count().await, Ok(1));
+        drop(j);
+        no_side_files(&path);
         cleanup(&path);
     }
 
