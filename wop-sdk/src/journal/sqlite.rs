@@ -1494,6 +1494,29 @@ mod tests {
         cleanup(&path);
     }
 
+    /// A figure, not a check: `cargo test -p wop-sdk --lib sequential_begin_latency -- --ignored
+    /// --nocapture`.
+    #[tokio::test]
+    #[ignore = "measurement"]
+    async fn sequential_begin_latency() {
+        let path = temp_path("latency");
+        let j = SqliteJournal::open(&path).expect("open");
+        let fp = Fingerprint([1; 32]);
+        let started = std::time::Instant::now();
+        for i in 0..200 {
+            let k = key("r1", i);
+            assert_eq!(j.begin(&k, &fp, "a").await, Ok(Begin::Fresh));
+        }
+        let elapsed = started.elapsed();
+        eprintln!(
+            "200 sequential durable begins: {elapsed:?} ({:?} each, {} commits)",
+            elapsed / 200,
+            j.commits()
+        );
+        drop(j);
+        cleanup(&path);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_calls_are_all_kept() {
         let path = temp_path("concurrent");
