@@ -650,11 +650,24 @@ impl LocalHostBuilder {
         self
     }
 
-    /// The journal (default: in memory).
+    /// The journal (default: in memory; see [`LocalHostBuilder::sqlite_journal`] for the durable one).
     #[must_use]
     pub fn journal(mut self, j: Arc<dyn Journal>) -> Self {
         self.journal = Some(j);
         self
+    }
+
+    /// The SQLite journal at `path` (created when missing).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite_journal(self, path: impl AsRef<std::path::Path>) -> Result<Self, JournalError> {
+        let j = crate::journal::SqliteJournal::open(path)?;
+        Ok(self.journal(Arc::new(j)))
+    }
+
+    /// The SQLite journal of the project in the current directory: `.wop/journal.sqlite`.
+    #[cfg(feature = "sqlite")]
+    pub fn project_journal(self) -> Result<Self, JournalError> {
+        self.sqlite_journal(std::path::Path::new(".wop").join("journal.sqlite"))
     }
 
     /// Receives every event as it happens.
