@@ -21,7 +21,11 @@ async fn honest_host_passes_all_legs_with(journal: Arc<dyn Journal>) {
     println!("{report}");
     assert!(report.all_passed(), "{report}");
     assert_eq!(
-        report.legs.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        report
+            .legs
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
         LEG_IDS.to_vec()
     );
     let json = report.to_json();
@@ -221,7 +225,11 @@ async fn judge_liar(lie: Lie) -> Report {
 
 async fn assert_failed_exactly_by(lie: Lie, legs: &[&str]) {
     let report = judge_liar(lie).await;
-    assert_eq!(report.ids_with("executed-fail"), legs.to_vec(), "{lie:?}\n{report}");
+    assert_eq!(
+        report.ids_with("executed-fail"),
+        legs.to_vec(),
+        "{lie:?}\n{report}"
+    );
     assert_eq!(
         report.ids_with("executed-pass").len(),
         8 - legs.len(),

@@ -101,7 +101,7 @@ impl Node for EchoAttempts {
                 proof.and_then(|p| completion.attempts(p))
             };
             let attempts = attempts
-                .map(|a| serde_json::to_value(a))
+                .map(serde_json::to_value)
                 .transpose()
                 .map_err(|e| NodeError::new(format!("`attempts` does not serialize: {e}")))?;
             Ok(EchoOutput { attempts, ok: true })

@@ -54,7 +54,12 @@ async fn observe(host: &dyn Host, outcome: NodeOutcome) -> Observed {
 
 async fn run(local: &LocalHost, host: Arc<dyn Host>, input: Value) -> Observed {
     let outcome = local
-        .run_on(Arc::clone(&host), &EchoAttempts, input, RunOptions::default())
+        .run_on(
+            Arc::clone(&host),
+            &EchoAttempts,
+            input,
+            RunOptions::default(),
+        )
         .await;
     observe(host.as_ref(), outcome).await
 }

@@ -112,9 +112,19 @@ impl fmt::Display for Report {
             .unwrap_or(3);
         let v_w = "executed-pass".len();
         writeln!(f, "{:<id_w$}  {:<v_w$}  reason", "leg", "verdict")?;
-        writeln!(f, "{}  {}  {}", "-".repeat(id_w), "-".repeat(v_w), "-".repeat(6))?;
+        writeln!(
+            f,
+            "{}  {}  {}",
+            "-".repeat(id_w),
+            "-".repeat(v_w),
+            "-".repeat(6)
+        )?;
         for (id, v) in &self.legs {
-            let line = format!("{id:<id_w$}  {:<v_w$}  {}", v.as_str(), v.reason().unwrap_or(""));
+            let line = format!(
+                "{id:<id_w$}  {:<v_w$}  {}",
+                v.as_str(),
+                v.reason().unwrap_or("")
+            );
             writeln!(f, "{}", line.trim_end())?;
         }
         Ok(())
@@ -129,8 +139,14 @@ mod tests {
         Report {
             legs: vec![
                 ("0248.attempts-count".into(), Verdict::ExecutedPass),
-                ("0248.usage-incomplete".into(), Verdict::ExecutedFail("lied".into())),
-                ("0248.attempts-replayed".into(), Verdict::Skipped("no replay".into())),
+                (
+                    "0248.usage-incomplete".into(),
+                    Verdict::ExecutedFail("lied".into()),
+                ),
+                (
+                    "0248.attempts-replayed".into(),
+                    Verdict::Skipped("no replay".into()),
+                ),
                 ("0248.x".into(), Verdict::Blocked("no retry".into())),
             ],
         }
@@ -139,7 +155,10 @@ mod tests {
     #[test]
     fn json_spells_verdicts_and_reasons() {
         let j = sample().to_json();
-        assert_eq!(j["legs"][0], json!({"id": "0248.attempts-count", "verdict": "executed-pass"}));
+        assert_eq!(
+            j["legs"][0],
+            json!({"id": "0248.attempts-count", "verdict": "executed-pass"})
+        );
         assert_eq!(j["legs"][1]["verdict"], "executed-fail");
         assert_eq!(j["legs"][1]["reason"], "lied");
         assert_eq!(j["legs"][2]["verdict"], "skipped");
@@ -167,6 +186,9 @@ mod tests {
             legs: vec![("a".into(), Verdict::ExecutedPass)],
         };
         assert!(ok.all_passed());
-        assert_eq!(sample().ids_with("executed-fail"), vec!["0248.usage-incomplete"]);
+        assert_eq!(
+            sample().ids_with("executed-fail"),
+            vec!["0248.usage-incomplete"]
+        );
     }
 }
