@@ -10,7 +10,7 @@ use wop_sdk::conformance::{
     USAGE_INCOMPLETE, Verdict, run_conformance,
 };
 use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
-use wop_sdk::journal::{Journal, MemoryJournal};
+use wop_sdk::journal::{Journal, MemoryJournal, SqliteJournal};
 use wop_sdk::local::{LocalHost, Script, ScriptedProvider};
 use wop_sdk::wire::{CapabilityDocument, ErrorEnvelope, Retry, RunEvent};
 use wop_sdk::{AttemptKey, Host, RunId};
@@ -39,15 +39,22 @@ async fn honest_local_host_passes_all_eight_legs_in_memory() {
     honest_host_passes_all_legs_with(Arc::new(MemoryJournal::new())).await;
 }
 
-// TODO(sqlite-merge): the SQLite journal lives on another branch. Once `SqliteJournal` is merged,
-// add the same test against it (do not remove the in-memory one):
-//
-// #[tokio::test]
-// async fn honest_local_host_passes_all_eight_legs_with_sqlite() {
-//     let dir = tempdir();
-//     let journal = wop_sdk::journal::SqliteJournal::open(dir.join("journal.db")).expect("open");
-//     honest_host_passes_all_legs_with(Arc::new(journal)).await;
-// }
+/// The same legs with the durable journal: the replay leg then reads the recorded outcome back
+/// from SQLite.
+#[tokio::test]
+async fn honest_local_host_passes_all_eight_legs_with_sqlite() {
+    let dir = std::env::temp_dir().join(format!(
+        "wop-conformance-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let journal = SqliteJournal::open(dir.join("journal.sqlite")).expect("open the journal");
+    honest_host_passes_all_legs_with(Arc::new(journal)).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
 #[tokio::test]
 async fn a_host_advertising_neither_flag_is_skipped_not_passed() {
