@@ -21,6 +21,7 @@
 pub mod ai;
 pub mod budget;
 pub mod caps;
+pub mod conformance;
 pub mod host;
 #[cfg(feature = "local")]
 pub mod journal;
