@@ -97,6 +97,8 @@ pub(crate) struct NodeArgs {
     pub(crate) retry: Option<RetryArgs>,
     pub(crate) requires: Vec<Lit<Cap>>,
     pub(crate) plan: Option<syn::Path>,
+    /// Keys written, valid or not: a broken value is not also reported as missing.
+    pub(crate) written: Vec<&'static str>,
 }
 
 /// What the node's `async fn` says: its name, visibility and typed input and output.
@@ -123,6 +125,8 @@ pub(crate) struct PackArgs {
     pub(crate) name: Option<Lit<String>>,
     pub(crate) version: Option<Lit<String>>,
     pub(crate) nodes: Option<Lit<Vec<syn::Path>>>,
+    /// Keys written, valid or not: a broken value is not also reported as missing.
+    pub(crate) written: Vec<&'static str>,
 }
 
 /// `draft_scene` → `DraftScene`.

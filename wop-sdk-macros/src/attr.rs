@@ -336,6 +336,7 @@ pub(crate) fn node_args(tokens: TokenStream, errors: &mut Errors) -> NodeArgs {
             ($key:ident, $example:literal) => {
                 if input.peek(node_kw::$key) {
                     let k: node_kw::$key = input.parse()?;
+                    args.written.push(stringify!($key));
                     let v = string(&value(input, stringify!($key), k.span, $example)?, stringify!($key), $example)?;
                     set_once(&mut args.$key, v, stringify!($key), k.span, errors);
                     return Ok(());
@@ -346,6 +347,7 @@ pub(crate) fn node_args(tokens: TokenStream, errors: &mut Errors) -> NodeArgs {
             ($key:ident, $example:literal, $read:expr) => {
                 if input.peek(node_kw::$key) {
                     let k: node_kw::$key = input.parse()?;
+                    args.written.push(stringify!($key));
                     let v = $read(&value(input, stringify!($key), k.span, $example)?)?;
                     set_once(&mut args.$key, v, stringify!($key), k.span, errors);
                     return Ok(());
@@ -413,14 +415,17 @@ pub(crate) fn pack_args(tokens: TokenStream, errors: &mut Errors) -> PackArgs {
     each_item(tokens, errors, |input, errors| {
         if input.peek(pack_kw::name) {
             let k: pack_kw::name = input.parse()?;
+            args.written.push("name");
             let v = string(&value(input, "name", k.span, "\"community.bookai\"")?, "name", "\"community.bookai\"")?;
             set_once(&mut args.name, v, "name", k.span, errors);
         } else if input.peek(pack_kw::version) {
             let k: pack_kw::version = input.parse()?;
+            args.written.push("version");
             let v = string(&value(input, "version", k.span, "\"0.1.0\"")?, "version", "\"0.1.0\"")?;
             set_once(&mut args.version, v, "version", k.span, errors);
         } else if input.peek(pack_kw::nodes) {
             let k: pack_kw::nodes = input.parse()?;
+            args.written.push("nodes");
             let v = nodes(&value(input, "nodes", k.span, "[DraftScene]")?, errors)?;
             set_once(&mut args.nodes, v, "nodes", k.span, errors);
         } else {

@@ -105,6 +105,7 @@ fn check_version(version: Option<&crate::ast::Lit<String>>, what: &str, errors: 
 pub(crate) fn node(args: NodeArgs, func: Option<NodeFn>, errors: &mut Errors) -> Option<Node> {
     let call_site = Span::call_site();
     match &args.type_id {
+        None if args.written.contains(&"type_id") => {}
         None => errors.at(
             call_site,
             "`#[wop_node]` needs `type_id`: it names the node in the pack manifest and in every run; add `type_id = \"community.bookai.draft-scene\"`",
@@ -121,7 +122,7 @@ pub(crate) fn node(args: NodeArgs, func: Option<NodeFn>, errors: &mut Errors) ->
             }
         }
     }
-    if args.version.is_none() {
+    if args.version.is_none() && !args.written.contains(&"version") {
         errors.at(
             call_site,
             "`#[wop_node]` needs `version`: the manifest lists each node's semver; add `version = \"1.0.0\"`",
@@ -153,6 +154,7 @@ pub(crate) fn node(args: NodeArgs, func: Option<NodeFn>, errors: &mut Errors) ->
 pub(crate) fn pack(args: &PackArgs, errors: &mut Errors) {
     let call_site = Span::call_site();
     match &args.name {
+        None if args.written.contains(&"name") => {}
         None => errors.at(
             call_site,
             "`pack!` needs `name`: it is the pack's name in pack.json; add `name = \"community.bookai\"`",
@@ -169,7 +171,7 @@ pub(crate) fn pack(args: &PackArgs, errors: &mut Errors) {
             }
         }
     }
-    if args.version.is_none() {
+    if args.version.is_none() && !args.written.contains(&"version") {
         errors.at(
             call_site,
             "`pack!` needs `version`: pack.json requires a semver; add `version = \"0.1.0\"`",
@@ -177,6 +179,7 @@ pub(crate) fn pack(args: &PackArgs, errors: &mut Errors) {
     }
     check_version(args.version.as_ref(), "pack", errors);
     match &args.nodes {
+        None if args.written.contains(&"nodes") => {}
         None => errors.at(
             call_site,
             "`pack!` needs `nodes`: a node pack without nodes offers nothing; add `nodes = [DraftScene]`",

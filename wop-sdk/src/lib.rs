@@ -91,4 +91,10 @@ pub mod __private {
     pub use serde::Serialize;
     pub use serde::de::DeserializeOwned;
     pub use std::boxed::Box;
+
+    /// `pack!` names node types; this makes the value and checks, at the user's path, that the
+    /// type is a node.
+    pub fn node<N: crate::Node + Default>() -> N {
+        N::default()
+    }
 }
