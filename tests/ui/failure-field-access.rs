@@ -1,5 +1,5 @@
 #![allow(dead_code)]
-use wop_sdk::{AiFailure, AiRequest, NodeCtx, NodeError, Text};
+use wop_sdk::{AiRequest, NodeCtx, NodeError, Text};
 
 
 async fn handle(ctx: &NodeCtx<'_>) -> Result<(), NodeError> {

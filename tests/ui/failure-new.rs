@@ -1,4 +1,4 @@
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_code)]
 use wop_sdk::AiFailure;
 
 
