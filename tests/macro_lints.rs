@@ -11,7 +11,10 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use wop_sdk::{AiRequest, CallPlan, Node, NodeCtx, NodeError, PlannedCall, RetryPolicy, Text, pack, retry, wop_node};
+use wop_sdk::{
+    AiRequest, CallPlan, Node, NodeCtx, NodeError, PlannedCall, RetryPolicy, Text, pack, retry,
+    wop_node,
+};
 
 /// A premise.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -34,6 +37,10 @@ fn plan_draft(_: &Premise) -> CallPlan {
 }
 
 /// Drafts a scene.
+///
+/// # Errors
+///
+/// When the model call fails or its output does not meet the contract.
 #[wop_node(
     type_id = "community.lints.draft-scene",
     version = "1.0.0",
@@ -54,7 +61,12 @@ pub async fn draft_scene(ctx: &NodeCtx<'_>, input: Premise) -> Result<Scene, Nod
 }
 
 /// Reviews a scene.
-#[wop_node(type_id = "community.lints.review", version = "1.0.0", category = "data", role = "pure")]
+#[wop_node(
+    type_id = "community.lints.review",
+    version = "1.0.0",
+    category = "data",
+    role = "pure"
+)]
 async fn review(ctx: &NodeCtx<'_>, input: Scene) -> Result<String, NodeError> {
     let text = ctx
         .call_ai(AiRequest::<Text>::prompt(input.text).retry(retry!(grow_max_tokens = false)))

@@ -38,7 +38,9 @@ fn plan_outline_calls(_: &Premise) -> CallPlan {
     plan = plan_outline_calls
 )]
 async fn plan_outline(ctx: &NodeCtx<'_>, input: Premise) -> Result<Outline, NodeError> {
-    let completion = ctx.call_ai(AiRequest::<Outline>::prompt(input.premise)).await?;
+    let completion = ctx
+        .call_ai(AiRequest::<Outline>::prompt(input.premise))
+        .await?;
     completion
         .into_output()
         .map_err(|e| NodeError::new(e.to_string()))
@@ -75,7 +77,10 @@ fn the_generated_manifest_is_valid_pack_json_v2() {
     assert_eq!(m["version"], "0.1.0");
     assert_eq!(m["kind"], "node");
     assert_eq!(m["engines"], json!({"openwop": ">=2.0 <3.0.0"}));
-    assert_eq!(m["runtime"], json!({"language": "rust", "entry": "community.bookai"}));
+    assert_eq!(
+        m["runtime"],
+        json!({"language": "rust", "entry": "community.bookai"})
+    );
     assert_eq!(m["peerDependencies"], json!({"aiProviders": "required"}));
     assert_eq!(
         m["peerDependenciesMeta"],
@@ -97,13 +102,22 @@ fn nodes_carry_their_declaration() {
     assert_eq!(outline["description"], "Outlines a novel from a premise");
     assert_eq!(outline["maxCalls"], 4);
     assert_eq!(outline["retry"], json!({"maxAttempts": 2}));
-    assert_eq!(outline["inputSchema"]["properties"]["premise"]["type"], "string");
-    assert_eq!(outline["outputSchema"]["properties"]["chapters"]["type"], "array");
+    assert_eq!(
+        outline["inputSchema"]["properties"]["premise"]["type"],
+        "string"
+    );
+    assert_eq!(
+        outline["outputSchema"]["properties"]["chapters"]["type"],
+        "array"
+    );
 
     let draft = &nodes[1];
     assert_eq!(draft["category"], "chat");
     assert_eq!(draft["role"], "side-effect");
-    assert_eq!(draft["retry"], json!({"maxAttempts": 2, "growMaxTokens": false}));
+    assert_eq!(
+        draft["retry"],
+        json!({"maxAttempts": 2, "growMaxTokens": false})
+    );
     assert!(draft.get("label").is_none());
 
     let review = &nodes[2];
@@ -131,7 +145,12 @@ fn the_pack_finds_nodes_and_their_specs() {
     assert_eq!(draft.map(|s| s.max_calls), Some(Some(6)));
     assert_eq!(
         draft.map(|s| s.requires),
-        Some(&[wop_sdk::Capability::Attempts, wop_sdk::Capability::RetryPolicy][..])
+        Some(
+            &[
+                wop_sdk::Capability::Attempts,
+                wop_sdk::Capability::RetryPolicy
+            ][..]
+        )
     );
     assert!(p.find("community.bookai.missing").is_none());
     let plan = p
@@ -146,6 +165,6 @@ fn validate_manifest_catches_a_broken_manifest() {
     m["nodes"][0]["typeId"] = json!("bookai.plan");
     m["nodes"][1]["category"] = json!("prose");
     m["engines"]["openwop"] = json!(">=1.0");
-    let errors = validate_manifest(&m).unwrap_err();
+    let errors = validate_manifest(&m).err().unwrap_or_default();
     assert_eq!(errors.len(), 3, "{errors:#?}");
 }

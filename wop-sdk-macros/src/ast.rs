@@ -204,7 +204,9 @@ impl NodeFn {
         if sig.asyncness.is_none() {
             errors.at(
                 sig.fn_token.span,
-                format!("`#[wop_node]` needs an `async fn`: a node awaits its model calls; {SHAPE}"),
+                format!(
+                    "`#[wop_node]` needs an `async fn`: a node awaits its model calls; {SHAPE}"
+                ),
             );
             ok = false;
         }

@@ -23,7 +23,18 @@ macro_rules! keys {
 
 /// Keys of `#[wop_node(...)]`.
 pub(crate) mod node_kw {
-    keys!(type_id, version, category, role, label, description, max_calls, retry, requires, plan);
+    keys!(
+        type_id,
+        version,
+        category,
+        role,
+        label,
+        description,
+        max_calls,
+        retry,
+        requires,
+        plan
+    );
 }
 
 /// Keys of `retry(...)` and `retry!(...)`.
@@ -114,7 +125,12 @@ fn value(input: ParseStream<'_>, key: &str, span: Span, example: &str) -> syn::R
 }
 
 /// The contents of `key(...)`. Errors when the key is given a value instead.
-fn parens<'a>(input: ParseStream<'a>, key: &str, span: Span, example: &str) -> syn::Result<TokenStream> {
+fn parens<'a>(
+    input: ParseStream<'a>,
+    key: &str,
+    span: Span,
+    example: &str,
+) -> syn::Result<TokenStream> {
     if !input.peek(syn::token::Paren) {
         let span = if input.is_empty() { span } else { input.span() };
         return Err(syn::Error::new(
@@ -147,7 +163,9 @@ fn string(expr: &syn::Expr, key: &str, example: &str) -> syn::Result<Lit<String>
         }),
         other => Err(syn::Error::new(
             other.span(),
-            format!("`{key}` must be a string literal: it is written into the pack manifest as is; write `{key} = {example}`"),
+            format!(
+                "`{key}` must be a string literal: it is written into the pack manifest as is; write `{key} = {example}`"
+            ),
         )),
     }
 }
@@ -187,7 +205,9 @@ fn max_attempts(expr: &syn::Expr) -> syn::Result<Lit<u8>> {
         )),
         _ => Err(syn::Error::new(
             span,
-            format!("{rule}; write e.g. `max_attempts = 2`, or `max_attempts = 1` to turn host retries off"),
+            format!(
+                "{rule}; write e.g. `max_attempts = 2`, or `max_attempts = 1` to turn host retries off"
+            ),
         )),
     }
 }
@@ -220,7 +240,13 @@ pub(crate) fn retry_args(tokens: TokenStream, errors: &mut Errors) -> RetryArgs 
         } else if input.peek(retry_kw::grow_max_tokens) {
             let k: retry_kw::grow_max_tokens = input.parse()?;
             let v = boolean(&value(input, "grow_max_tokens", k.span, "false")?)?;
-            set_once(&mut args.grow_max_tokens, v, "grow_max_tokens", k.span, errors);
+            set_once(
+                &mut args.grow_max_tokens,
+                v,
+                "grow_max_tokens",
+                k.span,
+                errors,
+            );
         } else {
             return Err(unknown(input, "a retry policy", retry_kw::ALL));
         }
@@ -233,7 +259,10 @@ fn unknown(input: ParseStream<'_>, what: &str, valid: &[&str]) -> syn::Error {
     match input.call(syn::Ident::parse_any) {
         Ok(key) => syn::Error::new(
             key.span(),
-            format!("unknown key `{key}` in {what}: valid keys are {}", list(valid)),
+            format!(
+                "unknown key `{key}` in {what}: valid keys are {}",
+                list(valid)
+            ),
         ),
         Err(_) => syn::Error::new(
             input.span(),
@@ -246,7 +275,10 @@ fn unknown(input: ParseStream<'_>, what: &str, valid: &[&str]) -> syn::Error {
 fn category(expr: &syn::Expr) -> syn::Result<Lit<CategoryKind>> {
     let s = string(expr, "category", "\"chat\"")?;
     CategoryKind::parse(&s.value)
-        .map(|value| Lit { value, span: s.span })
+        .map(|value| Lit {
+            value,
+            span: s.span,
+        })
         .ok_or_else(|| {
             syn::Error::new(
                 s.span,
@@ -337,7 +369,11 @@ pub(crate) fn node_args(tokens: TokenStream, errors: &mut Errors) -> NodeArgs {
                 if input.peek(node_kw::$key) {
                     let k: node_kw::$key = input.parse()?;
                     args.written.push(stringify!($key));
-                    let v = string(&value(input, stringify!($key), k.span, $example)?, stringify!($key), $example)?;
+                    let v = string(
+                        &value(input, stringify!($key), k.span, $example)?,
+                        stringify!($key),
+                        $example,
+                    )?;
                     set_once(&mut args.$key, v, stringify!($key), k.span, errors);
                     return Ok(());
                 }
@@ -364,7 +400,12 @@ pub(crate) fn node_args(tokens: TokenStream, errors: &mut Errors) -> NodeArgs {
         value_key!(plan, "my_plan", plan);
         if input.peek(node_kw::retry) {
             let k: node_kw::retry = input.parse()?;
-            let inner = parens(input, "retry", k.span, "max_attempts = 2, grow_max_tokens = false")?;
+            let inner = parens(
+                input,
+                "retry",
+                k.span,
+                "max_attempts = 2, grow_max_tokens = false",
+            )?;
             let v = retry_args(inner, errors);
             set_once(&mut args.retry, v, "retry", k.span, errors);
             return Ok(());
@@ -416,12 +457,20 @@ pub(crate) fn pack_args(tokens: TokenStream, errors: &mut Errors) -> PackArgs {
         if input.peek(pack_kw::name) {
             let k: pack_kw::name = input.parse()?;
             args.written.push("name");
-            let v = string(&value(input, "name", k.span, "\"community.bookai\"")?, "name", "\"community.bookai\"")?;
+            let v = string(
+                &value(input, "name", k.span, "\"community.bookai\"")?,
+                "name",
+                "\"community.bookai\"",
+            )?;
             set_once(&mut args.name, v, "name", k.span, errors);
         } else if input.peek(pack_kw::version) {
             let k: pack_kw::version = input.parse()?;
             args.written.push("version");
-            let v = string(&value(input, "version", k.span, "\"0.1.0\"")?, "version", "\"0.1.0\"")?;
+            let v = string(
+                &value(input, "version", k.span, "\"0.1.0\"")?,
+                "version",
+                "\"0.1.0\"",
+            )?;
             set_once(&mut args.version, v, "version", k.span, errors);
         } else if input.peek(pack_kw::nodes) {
             let k: pack_kw::nodes = input.parse()?;
@@ -476,21 +525,34 @@ mod tests {
             let (args, errors) = retry(bad.clone());
             assert!(args.max_attempts.is_none(), "{bad}");
             assert_eq!(errors.len(), 1, "{bad}");
-            assert!(errors[0].starts_with("`max_attempts` must be an integer in 1..=16"), "{bad}: {errors:?}");
+            assert!(
+                errors[0].starts_with("`max_attempts` must be an integer in 1..=16"),
+                "{bad}: {errors:?}"
+            );
         }
         for missing in [quote!(max_attempts), quote!(max_attempts =)] {
             let (_, errors) = retry(missing);
             assert_eq!(errors.len(), 1);
-            assert!(errors[0].starts_with("`max_attempts` needs a value"), "{errors:?}");
+            assert!(
+                errors[0].starts_with("`max_attempts` needs a value"),
+                "{errors:?}"
+            );
         }
     }
 
     #[test]
     fn collects_repeated_unknown_and_bad_keys_together() {
-        let (_, errors) = retry(quote!(max_attempts = 2, max_attempts = 3, tries = 4, grow_max_tokens = 1));
+        let (_, errors) = retry(quote!(
+            max_attempts = 2,
+            max_attempts = 3,
+            tries = 4,
+            grow_max_tokens = 1
+        ));
         assert_eq!(errors.len(), 3, "{errors:?}");
         assert!(errors[0].contains("given twice"));
-        assert!(errors[1].contains("unknown key `tries`") && errors[1].contains("`grow_max_tokens`"));
+        assert!(
+            errors[1].contains("unknown key `tries`") && errors[1].contains("`grow_max_tokens`")
+        );
         assert!(errors[2].contains("`true` or `false`"));
     }
 
@@ -498,36 +560,71 @@ mod tests {
     fn reads_node_arguments() {
         let mut errors = Errors::default();
         let args = node_args(
-            quote!(type_id = "community.bookai.draft-scene", version = "1.0.0", category = "data",
-                   role = "pure", max_calls = 6, retry(max_attempts = 2), requires(attempts, replay),
-                   plan = plans::draft, label = "Draft"),
+            quote!(
+                type_id = "community.bookai.draft-scene",
+                version = "1.0.0",
+                category = "data",
+                role = "pure",
+                max_calls = 6,
+                retry(max_attempts = 2),
+                requires(attempts, replay),
+                plan = plans::draft,
+                label = "Draft"
+            ),
             &mut errors,
         );
         assert!(errors.is_empty());
-        assert_eq!(args.type_id.map(|l| l.value).as_deref(), Some("community.bookai.draft-scene"));
+        assert_eq!(
+            args.type_id.map(|l| l.value).as_deref(),
+            Some("community.bookai.draft-scene")
+        );
         assert_eq!(args.category.map(|l| l.value), Some(CategoryKind::Data));
         assert_eq!(args.role.map(|l| l.value), Some(RoleKind::Pure));
         assert_eq!(args.max_calls.map(|l| l.value), Some(6));
-        assert_eq!(args.requires.iter().map(|c| c.value).collect::<Vec<_>>(), [Cap::Attempts, Cap::Replay]);
+        assert_eq!(
+            args.requires.iter().map(|c| c.value).collect::<Vec<_>>(),
+            [Cap::Attempts, Cap::Replay]
+        );
         assert!(args.plan.is_some());
     }
 
     #[test]
     fn lists_valid_values_of_closed_sets() {
         let mut errors = Errors::default();
-        node_args(quote!(category = "chatty", role = "impure", requires(magic), colour = "red"), &mut errors);
+        node_args(
+            quote!(
+                category = "chatty",
+                role = "impure",
+                requires(magic),
+                colour = "red"
+            ),
+            &mut errors,
+        );
         let errors = messages(errors);
         assert_eq!(errors.len(), 4, "{errors:?}");
-        assert!(errors[0].contains("`chat`, `control`, `data`, `canvas`, `coordination`, `integration`"));
+        assert!(
+            errors[0]
+                .contains("`chat`, `control`, `data`, `canvas`, `coordination`, `integration`")
+        );
         assert!(errors[1].contains("`pure`, `side-effect`"));
-        assert!(errors[2].contains("`ai_providers`, `attempts`, `retry_policy`, `provider_usage`, `replay`"));
+        assert!(
+            errors[2]
+                .contains("`ai_providers`, `attempts`, `retry_policy`, `provider_usage`, `replay`")
+        );
         assert!(errors[3].contains("`type_id`, `version`, `category`"));
     }
 
     #[test]
     fn reads_a_pack() {
         let mut errors = Errors::default();
-        let args = pack_args(quote!(name = "community.bookai", version = "0.1.0", nodes = [A, b::B]), &mut errors);
+        let args = pack_args(
+            quote!(
+                name = "community.bookai",
+                version = "0.1.0",
+                nodes = [A, b::B]
+            ),
+            &mut errors,
+        );
         assert!(errors.is_empty());
         assert_eq!(args.nodes.map(|n| n.value.len()), Some(2));
     }

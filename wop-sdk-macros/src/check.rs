@@ -79,17 +79,25 @@ pub(crate) fn semver_problem(v: &str) -> Option<String> {
         );
     }
     if pre.is_some_and(|p| !identifiers_ok(p, true)) {
-        return Some("the pre-release after `-` must be dot-separated `[0-9A-Za-z-]+` identifiers".to_owned());
+        return Some(
+            "the pre-release after `-` must be dot-separated `[0-9A-Za-z-]+` identifiers"
+                .to_owned(),
+        );
     }
     if build.is_some_and(|b| !identifiers_ok(b, false)) {
-        return Some("the build metadata after `+` must be dot-separated `[0-9A-Za-z-]+` identifiers".to_owned());
+        return Some(
+            "the build metadata after `+` must be dot-separated `[0-9A-Za-z-]+` identifiers"
+                .to_owned(),
+        );
     }
     None
 }
 
 fn check_version(version: Option<&crate::ast::Lit<String>>, what: &str, errors: &mut Errors) {
-    if let Some(v) = version {
-        if let Some(problem) = semver_problem(&v.value) {
+    if let Some(v) = version
+        && let Some(problem) = semver_problem(&v.value)
+    {
+        {
             errors.at(
                 v.span,
                 format!(
@@ -130,8 +138,10 @@ pub(crate) fn node(args: NodeArgs, func: Option<NodeFn>, errors: &mut Errors) ->
     }
     check_version(args.version.as_ref(), "node", errors);
     let attempts = args.retry.as_ref().and_then(|r| r.max_attempts.as_ref());
-    if let (Some(calls), Some(attempts)) = (&args.max_calls, attempts) {
-        if calls.value < u32::from(attempts.value) {
+    if let (Some(calls), Some(attempts)) = (&args.max_calls, attempts)
+        && calls.value < u32::from(attempts.value)
+    {
+        {
             errors.at(
                 calls.span,
                 format!(
@@ -142,7 +152,10 @@ pub(crate) fn node(args: NodeArgs, func: Option<NodeFn>, errors: &mut Errors) ->
         }
     }
     let func = func?;
-    let struct_ident = Ident::new(&crate::ast::camel_case(&func.ident.to_string()), func.ident.span());
+    let struct_ident = Ident::new(
+        &crate::ast::camel_case(&func.ident.to_string()),
+        func.ident.span(),
+    );
     errors.is_empty().then_some(Node {
         args,
         func,
@@ -232,10 +245,19 @@ mod tests {
 
     #[test]
     fn semver_grammar() {
-        for ok in ["0.1.0", "1.0.0", "10.20.30", "1.0.0-alpha.1", "1.0.0+build.5", "1.0.0-rc-1+x"] {
+        for ok in [
+            "0.1.0",
+            "1.0.0",
+            "10.20.30",
+            "1.0.0-alpha.1",
+            "1.0.0+build.5",
+            "1.0.0-rc-1+x",
+        ] {
             assert_eq!(semver_problem(ok), None, "{ok}");
         }
-        for bad in ["1", "1.0", "1.0.0.0", "01.0.0", "v1.0.0", "1.0.0-", "1.0.0-01", "1.0.0+", "1.x.0", ""] {
+        for bad in [
+            "1", "1.0", "1.0.0.0", "01.0.0", "v1.0.0", "1.0.0-", "1.0.0-01", "1.0.0+", "1.x.0", "",
+        ] {
             assert!(semver_problem(bad).is_some(), "{bad}");
         }
     }

@@ -59,7 +59,9 @@ mod tests {
         assert!(errors.is_empty());
         errors.at(Span::call_site(), "first");
         errors.at(Span::call_site(), "second");
-        let e = errors.finish(()).unwrap_err();
+        let Err(e) = errors.finish(()) else {
+            unreachable!("two errors were recorded")
+        };
         let messages: Vec<String> = e.into_iter().map(|e| e.to_string()).collect();
         assert_eq!(messages, ["first", "second"]);
     }

@@ -32,13 +32,18 @@ pub fn wop_node(args: TokenStream, item: TokenStream) -> TokenStream {
             "`#[wop_node]` goes on an `async fn`: the node is generated from its signature; write `async fn draft_scene(ctx: &NodeCtx<'_>, input: DraftIn) -> Result<DraftOut, NodeError>`",
         )
     }));
-    let node_fn = func.as_ref().and_then(|f| ast::NodeFn::from_item(f, &mut errors));
+    let node_fn = func
+        .as_ref()
+        .and_then(|f| ast::NodeFn::from_item(f, &mut errors));
     let node = check::node(args, node_fn, &mut errors);
     match (errors.finish(()), func, node) {
         (Ok(()), Some(func), Some(node)) => expand::node(&func, &node).into(),
         (Err(e), ..) => fail(e, item),
         (Ok(()), ..) => fail(
-            syn::Error::new(proc_macro2::Span::call_site(), "`#[wop_node]` could not read this fn"),
+            syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "`#[wop_node]` could not read this fn",
+            ),
             item,
         ),
     }
