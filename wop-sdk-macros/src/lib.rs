@@ -2,7 +2,7 @@
 //! (`wop_sdk::wop_node`, `wop_sdk::pack`, `wop_sdk::retry`), documented there.
 //!
 //! The entry points below only parse, expand, and turn errors into `compile_error!`; the work is
-//! in [`attr`] (arguments), [`ast`] (the typed model), [`check`] (rules) and [`expand`] (quoting).
+//! in `attr` (arguments), `ast` (the typed model), `check` (rules) and `expand` (quoting).
 
 mod ast;
 mod attr;
