@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn runtime_constructor_refuses_what_a_host_refuses() {
         for bad in [0, 17, -1, 300] {
-            let e = RetryPolicy::try_new(bad, true).unwrap_err();
+            let e = RetryPolicy::try_new(bad, true).expect_err("refused");
             assert_eq!(e.field, "retry.maxAttempts");
             assert_eq!(e.code, crate::wire::ErrorCode::ValidationError);
         }

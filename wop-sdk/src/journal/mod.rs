@@ -11,11 +11,15 @@
 
 mod fingerprint;
 mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 #[cfg(test)]
 pub(crate) mod suite;
 
 pub use fingerprint::{Fingerprint, canonical_json, fingerprint};
 pub use memory::MemoryJournal;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteJournal;
 
 use crate::host::{AttemptKey, BoxFuture, RunId};
 use crate::wire::{ErrorEnvelope, RunEvent};

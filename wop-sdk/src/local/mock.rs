@@ -328,12 +328,12 @@ fn serve(step: Step, max_tokens: u32) -> Result<ProviderReply, ProviderError> {
         return Err(ProviderError::Failed("unreachable step".into()));
     };
     if let Some(u) = &mut usage {
-        if let Some(out) = u.output_tokens {
-            if out > u64::from(max_tokens) {
-                u.output_tokens = Some(u64::from(max_tokens));
-                finish_reason = FinishReason::Length;
-                content.truncate(content.len() / 2);
-            }
+        if let Some(out) = u.output_tokens
+            && out > u64::from(max_tokens)
+        {
+            u.output_tokens = Some(u64::from(max_tokens));
+            finish_reason = FinishReason::Length;
+            content.truncate(content.len() / 2);
         }
         u.total_tokens = match (u.input_tokens, u.output_tokens) {
             (Some(i), Some(o)) => Some(i + o),

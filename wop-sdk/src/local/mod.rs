@@ -650,11 +650,24 @@ impl LocalHostBuilder {
         self
     }
 
-    /// The journal (default: in memory).
+    /// The journal (default: in memory; see [`LocalHostBuilder::sqlite_journal`] for the durable one).
     #[must_use]
     pub fn journal(mut self, j: Arc<dyn Journal>) -> Self {
         self.journal = Some(j);
         self
+    }
+
+    /// The SQLite journal at `path` (created when missing).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite_journal(self, path: impl AsRef<std::path::Path>) -> Result<Self, JournalError> {
+        let j = crate::journal::SqliteJournal::open(path)?;
+        Ok(self.journal(Arc::new(j)))
+    }
+
+    /// The SQLite journal of the project in the current directory: `.wop/journal.sqlite`.
+    #[cfg(feature = "sqlite")]
+    pub fn project_journal(self) -> Result<Self, JournalError> {
+        self.sqlite_journal(std::path::Path::new(".wop").join("journal.sqlite"))
     }
 
     /// Receives every event as it happens.
@@ -709,6 +722,13 @@ pub struct RunOptions {
     pub script: Option<Script>,
 }
 
+struct Start<'a> {
+    run_id: &'a RunId,
+    node_id: &'a str,
+    owner: &'a str,
+    replay_of: Option<&'a RunId>,
+}
+
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(1);
 
 impl LocalHost {
@@ -759,33 +779,32 @@ impl LocalHost {
             .owner
             .clone()
             .unwrap_or_else(|| self.inner.config.default_owner.clone());
-        if let Some(refused) = self
-            .prepare(
-                &run_id,
-                &node_id,
-                node,
-                &input,
-                &owner,
-                None,
-                options.script,
-            )
-            .await
-        {
+        let start = Start {
+            run_id: &run_id,
+            node_id: &node_id,
+            owner: &owner,
+            replay_of: None,
+        };
+        if let Some(refused) = self.prepare(start, node, &input, options.script).await {
             return refused;
         }
         execute(self.as_host(), run_id, &node_id, node, input).await
     }
 
+    /// Records the run and readies the provider; the refusal of a run that cannot start.
     async fn prepare(
         &self,
-        run_id: &RunId,
-        node_id: &str,
+        start: Start<'_>,
         node: &dyn DynNode,
         input: &Value,
-        owner: &str,
-        replay_of: Option<&RunId>,
         script: Option<Script>,
     ) -> Option<NodeOutcome> {
+        let Start {
+            run_id,
+            node_id,
+            owner,
+            replay_of,
+        } = start;
         lock(&self.inner.owners).insert(run_id.clone(), owner.to_owned());
         let record = RunRecord {
             run_id: run_id.as_str().to_owned(),
@@ -867,16 +886,14 @@ impl LocalHost {
             Ok(Some(r)) => r.owner,
             _ => self.inner.config.default_owner.clone(),
         };
+        let start = Start {
+            run_id: &fork,
+            node_id,
+            owner: &owner,
+            replay_of: Some(source),
+        };
         if let Some(refused) = self
-            .prepare(
-                &fork,
-                node_id,
-                node,
-                &input,
-                &owner,
-                Some(source),
-                Some(Script::default()),
-            )
+            .prepare(start, node, &input, Some(Script::default()))
             .await
         {
             return refused;

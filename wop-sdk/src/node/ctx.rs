@@ -279,23 +279,21 @@ impl<'run> NodeCtx<'run> {
                         errors,
                         raw: raw_output(&result),
                     });
-                if result.semantic_status == Some(SemanticStatus::InvalidOutput) {
-                    if let Ok(_) = &output {
-                        output = Err(InvalidOutput {
-                            errors: vec![
-                                "the host reported `semanticStatus: invalid_output`".to_owned(),
-                            ],
-                            raw: raw_output(&result),
-                        });
-                    }
+                if result.semantic_status == Some(SemanticStatus::InvalidOutput) && output.is_ok() {
+                    output = Err(InvalidOutput {
+                        errors: vec![
+                            "the host reported `semanticStatus: invalid_output`".to_owned(),
+                        ],
+                        raw: raw_output(&result),
+                    });
                 }
-                if let (Ok(value), Some(check)) = (&output, &request.validator) {
-                    if let Err(errors) = check(value) {
-                        output = Err(InvalidOutput {
-                            errors,
-                            raw: raw_output(&result),
-                        });
-                    }
+                if let (Ok(value), Some(check)) = (&output, &request.validator)
+                    && let Err(errors) = check(value)
+                {
+                    output = Err(InvalidOutput {
+                        errors,
+                        raw: raw_output(&result),
+                    });
                 }
                 report.charged = charged;
                 report.requests = result.attempts.map(|a| a.count);

@@ -105,9 +105,12 @@ impl CapabilityDocument {
             }
         }
         let mut reliability = None;
-        if let Some(env) = doc.child("envelopes")? {
-            if advertised(env.get("reliability")) {
-                if let Some(rel) = env.child("reliability")? {
+        if let Some(env) = doc.child("envelopes")?
+            && advertised(env.get("reliability"))
+            && let Some(rel) = env.child("reliability")?
+        {
+            {
+                {
                     let completion = rel.child("completion")?;
                     let (distinguishes_truncation, truncation_budget_multiplier) = match &completion
                     {

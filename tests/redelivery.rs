@@ -1,0 +1,326 @@
+//! Redelivery is not retry. Proved with a real crash: a child process (this test binary,
+//! re-executed) runs a node against a SQLite journal and is killed with SIGKILL at a chosen point;
+//! the test then reopens the same file and redelivers the node.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+use wop_sdk::host::{BoxFuture, RunId};
+use wop_sdk::local::{
+    LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
+    ScriptedProvider, Step,
+};
+use wop_sdk::wire::{ErrorCode, kind};
+use wop_sdk::{AiRequest, Category, Node, NodeCtx, NodeError, NodeSpec, RetryPolicy, Role};
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Title {
+    title: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct In {
+    topic: String,
+}
+
+struct OneCall;
+
+impl Node for OneCall {
+    type Input = In;
+    type Output = Title;
+    const SPEC: NodeSpec = NodeSpec {
+        type_id: "community.test.one-call",
+        version: "1.0.0",
+        category: Category::Chat,
+        role: Role::SideEffect,
+        label: None,
+        description: None,
+        max_calls: None,
+        retry: RetryPolicy::HOST_DEFAULT,
+        requires: &[],
+    };
+    fn run<'a, 'run>(
+        &'a self,
+        ctx: &'a NodeCtx<'run>,
+        input: In,
+    ) -> BoxFuture<'a, Result<Title, NodeError>> {
+        Box::pin(async move {
+            if let Ok(dir) = std::env::var("WOP_CRASH_DIR")
+                && std::env::var("WOP_CRASH_CHILD").as_deref() == Ok("before-identity")
+            {
+                mark(Path::new(&dir));
+                std::future::pending::<()>().await;
+            }
+            let c = ctx
+                .call_ai(AiRequest::<Title>::prompt(input.topic).beneficiaries(["ana"]))
+                .await?;
+            c.into_output().map_err(|e| NodeError::new(e.to_string()))
+        })
+    }
+}
+
+fn mark(dir: &Path) {
+    let _ = std::fs::write(dir.join("marker"), b"reached");
+}
+
+/// Tells the test it received the request, then never answers.
+struct Silent(PathBuf);
+
+impl Provider for Silent {
+    fn name(&self) -> &str {
+        "mock"
+    }
+    fn generate<'a>(
+        &'a self,
+        _r: ProviderRequest,
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
+        mark(&self.0);
+        Box::pin(std::future::pending())
+    }
+}
+
+const RUN: &str = "crash-run";
+
+fn input() -> serde_json::Value {
+    json!({"topic": "lighthouses"})
+}
+
+/// The child's side: does nothing unless the parent re-executed this binary for it.
+#[test]
+fn crash_child() {
+    let (Ok(mode), Ok(dir)) = (
+        std::env::var("WOP_CRASH_CHILD"),
+        std::env::var("WOP_CRASH_DIR"),
+    ) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let builder = LocalHost::builder()
+            .sqlite_journal(dir.join("journal.sqlite"))
+            .expect("journal");
+        let builder = match mode.as_str() {
+            "after-dispatch" => builder.provider(Silent(dir.clone())),
+            "after-reply" => {
+                let marker = dir.clone();
+                builder
+                    .provider(ScriptedProvider::new(
+                        [Step::json(&json!({"title": "t"}), 9)]
+                            .into_iter()
+                            .collect(),
+                    ))
+                    // Freeze between the provider's reply and the terminal write.
+                    .observer(move |e| {
+                        if e.kind == kind::PROVIDER_USAGE {
+                            mark(&marker);
+                            loop {
+                                std::thread::sleep(Duration::from_secs(60));
+                            }
+                        }
+                    })
+            }
+            _ => builder.provider(ScriptedProvider::default()),
+        };
+        let host = builder.build();
+        let options = RunOptions {
+            run_id: Some(RunId::new(RUN)),
+            owner: Some("owner".into()),
+            ..RunOptions::default()
+        };
+        let _ = host.run_with(&OneCall, input(), options).await;
+    });
+    panic!("the child should have been killed before finishing");
+}
+
+fn spawn_child(mode: &str, dir: &Path) -> Child {
+    Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env("WOP_CRASH_CHILD", mode)
+        .env("WOP_CRASH_DIR", dir)
+        .spawn()
+        .expect("spawn the child")
+}
+
+/// Runs the child until it reaches the kill point, then kills it with SIGKILL.
+fn crash_at(mode: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wop-crash-{mode}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut child = spawn_child(mode, &dir);
+    let start = Instant::now();
+    while !dir.join("marker").exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the child ended before the kill point: {status}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the child never reached the kill point"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    dir
+}
+
+async fn redeliver(dir: &Path) -> (LocalHost, ScriptedProvider, wop_sdk::node::NodeOutcome) {
+    let provider = ScriptedProvider::new(
+        [Step::json(&json!({"title": "fresh"}), 4)]
+            .into_iter()
+            .collect(),
+    );
+    let host = LocalHost::builder()
+        .provider(provider.clone())
+        .sqlite_journal(dir.join("journal.sqlite"))
+        .expect("reopen the same journal")
+        .build();
+    let outcome = host
+        .redeliver(&RunId::new(RUN), "main", &OneCall, input())
+        .await;
+    (host, provider, outcome)
+}
+
+#[tokio::test]
+async fn killed_after_dispatch_the_call_fails_terminally_and_is_not_charged() {
+    let dir = crash_at("after-dispatch");
+    let (host, provider, outcome) = redeliver(&dir).await;
+    assert_eq!(
+        outcome.result.expect_err("terminal failure").error,
+        ErrorCode::UpstreamUnavailable
+    );
+    assert_eq!(
+        provider.request_count(),
+        0,
+        "the provider is not asked again"
+    );
+    assert!(
+        host.ledger(Some(&RunId::new(RUN)))
+            .await
+            .expect("ledger")
+            .is_empty(),
+        "no charge"
+    );
+    assert!(
+        host.diagnostics().iter().any(|d| d.ambiguous),
+        "marked ambiguous privately"
+    );
+    // A second redelivery replays the same terminal failure.
+    let again = host
+        .redeliver(&RunId::new(RUN), "main", &OneCall, input())
+        .await;
+    assert_eq!(
+        again.result.expect_err("still failed").error,
+        ErrorCode::UpstreamUnavailable
+    );
+    assert_eq!(provider.request_count(), 0);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn killed_before_the_identity_is_persisted_redelivery_dispatches_cleanly() {
+    let dir = crash_at("before-identity");
+    let (host, provider, outcome) = redeliver(&dir).await;
+    assert_eq!(
+        outcome.result.expect("a clean first dispatch")["title"],
+        "fresh"
+    );
+    assert_eq!(provider.request_count(), 1);
+    let ledger = host.ledger(Some(&RunId::new(RUN))).await.expect("ledger");
+    assert_eq!(ledger.len(), 1);
+    assert_eq!(ledger[0].charge.beneficiaries, ["ana"]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn killed_after_the_reply_before_the_terminal_write_the_call_is_ambiguous() {
+    let dir = crash_at("after-reply");
+    let (host, provider, outcome) = redeliver(&dir).await;
+    assert_eq!(
+        outcome.result.expect_err("ambiguous").error,
+        ErrorCode::UpstreamUnavailable
+    );
+    assert_eq!(provider.request_count(), 0);
+    assert!(
+        host.ledger(None).await.expect("ledger").is_empty(),
+        "the unknown generation is never charged"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn redelivery_after_a_completed_call_replays_the_identical_result() {
+    let dir = std::env::temp_dir().join(format!("wop-redeliver-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let provider = ScriptedProvider::new(
+        [
+            Step::text("not json", 3),
+            Step::json(&json!({"title": "t"}), 9),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let host = LocalHost::builder()
+        .provider(provider.clone())
+        .sqlite_journal(dir.join("journal.sqlite"))
+        .expect("journal")
+        .build();
+    let run = RunId::new("done-run");
+    let options = RunOptions {
+        run_id: Some(run.clone()),
+        ..RunOptions::default()
+    };
+    let first = host.run_with(&OneCall, input(), options).await;
+    let first_output = first.result.as_ref().expect("completes").to_string();
+    let usage_events = |events: &[wop_sdk::wire::RunEvent]| {
+        events
+            .iter()
+            .filter(|e| e.kind == kind::PROVIDER_USAGE)
+            .count()
+    };
+    let before = usage_events(&wop_sdk::Host::events(&host, &run).await);
+    drop(host);
+
+    // A new process would reopen the file: so does this host.
+    let host = LocalHost::builder()
+        .provider(provider.clone())
+        .sqlite_journal(dir.join("journal.sqlite"))
+        .expect("reopen")
+        .build();
+    let again = host.redeliver(&run, "main", &OneCall, input()).await;
+    assert_eq!(
+        again.result.as_ref().expect("replayed").to_string(),
+        first_output
+    );
+    assert_eq!(
+        again.calls[0].requests, first.calls[0].requests,
+        "the same attempts"
+    );
+    assert_eq!(provider.request_count(), 2, "zero new provider requests");
+    assert_eq!(
+        usage_events(&wop_sdk::Host::events(&host, &run).await),
+        before,
+        "no new provider.usage"
+    );
+    assert_eq!(
+        host.ledger(Some(&run)).await.expect("ledger").len(),
+        1,
+        "no new charge"
+    );
+
+    let changed = host
+        .redeliver(&run, "main", &OneCall, json!({"topic": "lighthouseS"}))
+        .await;
+    assert_eq!(
+        changed.result.expect_err("integrity error").error,
+        ErrorCode::IdempotencyKeyMismatch
+    );
+    assert_eq!(provider.request_count(), 2);
+    let _ = std::fs::remove_dir_all(dir);
+}
