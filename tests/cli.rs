@@ -1,31 +1,39 @@
 //! Every subcommand of the pack command line, through the real `book_ai` example binary.
 //!
-//! Finding the binary: `cargo test` builds every example before it runs any test, into
-//! `<target>/<profile>/examples/`, a sibling of the `deps/` folder this test runs from. So the
-//! binary is located from `current_exe()`, with no nested cargo call (which would wait on the
-//! build lock, or rebuild with other flags). Running only this test file (`cargo test --test
-//! cli`) does not build examples: then run `cargo build --example book_ai` first; the failure
-//! message says so.
+//! Finding the binary: `CARGO_BIN_EXE_*` exists only for `[[bin]]` targets, so the test asks
+//! cargo itself to build the example once (`cargo build --example book_ai`, the same cargo, the
+//! same target dir and profile; a no-op when `cargo test` already built it) and runs it from
+//! `<target>/<profile>/examples/`, a sibling of the `deps/` folder this test runs from. Cargo
+//! releases its build lock before it runs tests, so the nested build does not wait; it also keeps
+//! `cargo test --test cli` from ever running a stale binary.
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("<target>/<profile>/deps/<test>");
-    let bin = profile_dir
-        .join("examples")
-        .join(format!("book_ai{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build --example book_ai` (plain `cargo test` builds it)",
-        bin.display()
-    );
-    bin
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--example", "book_ai"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "`cargo build --example book_ai` failed");
+            let exe = std::env::current_exe().expect("current exe");
+            let profile_dir = exe
+                .parent()
+                .and_then(|deps| deps.parent())
+                .expect("<target>/<profile>/deps/<test>");
+            let bin = profile_dir
+                .join("examples")
+                .join(format!("book_ai{}", std::env::consts::EXE_SUFFIX));
+            assert!(bin.exists(), "{} is missing", bin.display());
+            bin
+        })
+        .clone()
 }
 
 fn run(args: &[&str]) -> Output {
@@ -121,15 +129,24 @@ fn estimate_reports_each_node_and_refuses_bad_input() {
     let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     assert_eq!(v["nodes"][0]["requests"], 3);
     assert_eq!(v["nodes"][1]["requests"], 6);
-    assert_eq!(v["nodes"][1]["outputTokensWithGrowth"], 2 * (600 + 1200 + 2400));
+    assert_eq!(
+        v["nodes"][1]["outputTokensWithGrowth"],
+        2 * (600 + 1200 + 2400)
+    );
     assert_eq!(v["nodes"][1]["outputTokensWithoutGrowth"], 2 * 3 * 600);
     assert_eq!(v["nodes"][1]["fits"], true);
 
-    let file = temp("plan.json", r#"{"community.bookai.plan-outline": {"premise": "x"}}"#);
+    let file = temp(
+        "plan.json",
+        r#"{"community.bookai.plan-outline": {"premise": "x"}}"#,
+    );
     let bad = run(&["estimate", "--input", file.to_str().expect("utf-8")]);
     assert_eq!(code(&bad), 2);
     let err = stderr(&bad);
-    assert!(err.contains("plan.json: field `community.bookai.plan-outline.chapters`"), "{err}");
+    assert!(
+        err.contains("plan.json: field `community.bookai.plan-outline.chapters`"),
+        "{err}"
+    );
     assert!(err.contains("missing field `chapters`"), "{err}");
 }
 
@@ -187,9 +204,18 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
     assert_eq!(code(&bad), 2);
     let err = stderr(&bad);
     assert!(err.contains("bad-script.json"), "{err}");
-    assert!(err.contains("`script[0].usage` must be an object or `false`"), "{err}");
+    assert!(
+        err.contains("`script[0].usage` must be an object or `false`"),
+        "{err}"
+    );
 
-    let unknown = run(&["run", "--node", "community.bookai.nope", "--input-json", "{}"]);
+    let unknown = run(&[
+        "run",
+        "--node",
+        "community.bookai.nope",
+        "--input-json",
+        "{}",
+    ]);
     assert_eq!(code(&unknown), 2);
     assert!(stderr(&unknown).contains("--node community.bookai.nope: no such node"));
 }
@@ -208,19 +234,73 @@ fn run_refuses_to_start_a_node_that_cannot_fit() {
 }
 
 #[test]
-fn events_and_replay_need_a_journal() {
+fn run_events_and_replay_share_a_sqlite_journal() {
+    let journal = std::env::temp_dir()
+        .join(format!("book-ai-cli-{}", std::process::id()))
+        .join("runs.db");
+    let _ = std::fs::remove_file(&journal);
+    let journal = journal.to_str().expect("utf-8").to_owned();
+    let script = temp(
+        "review-script.json",
+        r#"[{"content": "Tighten the ending.", "usage": {"outputTokens": 12}}]"#,
+    );
+    let review = json!({"draft": {"number": 1, "scenes": [
+        {"beat": "b", "text": "t", "placeholder": false, "repaired": false}]}});
+    let o = run(&[
+        "run",
+        "--node",
+        "community.bookai.review-chapter",
+        "--input-json",
+        &review.to_string(),
+        "--script",
+        script.to_str().expect("utf-8"),
+        "--journal",
+        &journal,
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let recorded: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let run_id = recorded["outcome"]["runId"]
+        .as_str()
+        .expect("runId")
+        .to_owned();
+
+    // events: the recorded log, read without a provider.
+    let o = run(&["events", &run_id, "--journal", &journal, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let events: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let types: Vec<&str> = events
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| e["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(types, ["node.started", "provider.usage", "node.completed"]);
+    let o = run(&["events", "run-that-never-was", "--journal", &journal]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("RUN_ID run-that-never-was: no such run in the journal"));
+
+    // replay: the same output and the same attempts, with no script (no provider request).
+    let o = run(&["replay", &run_id, "--journal", &journal, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let replayed: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(replayed["outcome"]["result"], recorded["outcome"]["result"]);
+    assert_eq!(replayed["outcome"]["calls"], recorded["outcome"]["calls"]);
+    assert_ne!(replayed["outcome"]["runId"], recorded["outcome"]["runId"]);
+    let missing = format!("{journal}.missing");
+    let o = run(&["replay", &run_id, "--journal", &missing]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("no such journal file"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!std::path::Path::new(&missing).exists());
+
+    // No --journal at all: a usage error from the argument parser.
     for sub in ["events", "replay"] {
-        // No --journal: a usage error from the argument parser.
         let o = run(&[sub, "run-1"]);
         assert_eq!(code(&o), 2, "{sub}");
         assert!(stderr(&o).contains("--journal"), "{sub}: {}", stderr(&o));
-        // A journal path: refused in this build, which has no durable journal yet.
-        let o = run(&[sub, "run-1", "--journal", "runs.db"]);
-        assert_eq!(code(&o), 2, "{sub}");
-        assert!(
-            stderr(&o).contains("--journal runs.db: this build has no durable journal yet"),
-            "{sub}: {}",
-            stderr(&o)
-        );
     }
 }

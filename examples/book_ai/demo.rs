@@ -14,8 +14,8 @@
 //! | 6 | review-1 | a plain-text review | host retries off, one request |
 
 use crate::pack::{
-    BookBrief, ChapterDraft, DraftRequest, DraftScene, Outline, PlanOutline, Review,
-    ReviewChapter, ReviewRequest, draft_plan, outline_plan, review_plan,
+    BookBrief, ChapterDraft, DraftRequest, DraftScene, Outline, PlanOutline, Review, ReviewChapter,
+    ReviewRequest, draft_plan, outline_plan, review_plan,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -96,7 +96,11 @@ impl NodeRun {
 
     /// Output tokens the host reported (`attempts.outputTokens`, summed).
     pub fn output_tokens(&self) -> u64 {
-        self.outcome.calls.iter().filter_map(|c| c.output_tokens).sum()
+        self.outcome
+            .calls
+            .iter()
+            .filter_map(|c| c.output_tokens)
+            .sum()
     }
 
     /// False when any call reported `usageComplete: false`: the tokens are then a floor.
@@ -146,8 +150,14 @@ impl BookReport {
 }
 
 /// A host-independent description of the run to estimate: node id, node, plan.
-fn planned_nodes(brief: &BookBrief) -> Vec<(String, &'static wop_sdk::NodeSpec, wop_sdk::CallPlan)> {
-    let mut nodes = vec![("outline".to_owned(), &PlanOutline::SPEC, outline_plan(brief))];
+fn planned_nodes(
+    brief: &BookBrief,
+) -> Vec<(String, &'static wop_sdk::NodeSpec, wop_sdk::CallPlan)> {
+    let mut nodes = vec![(
+        "outline".to_owned(),
+        &PlanOutline::SPEC,
+        outline_plan(brief),
+    )];
     for n in 1..=brief.chapters {
         let scenes = usize::try_from(brief.scenes_per_chapter).unwrap_or(usize::MAX);
         nodes.push((format!("draft-{n}"), &DraftScene::SPEC, draft_plan(scenes)));
@@ -163,7 +173,14 @@ pub fn estimate_book(host: &LocalHost, brief: &BookBrief) -> Estimate {
     let provider_max = Some(host.config().provider_max_tokens);
     let mut estimate = Estimate::new(&caps);
     for (node_id, spec, plan) in planned_nodes(brief) {
-        estimate.add_node(&caps, provider_max, &node_id, spec.type_id, spec.max_calls, &plan);
+        estimate.add_node(
+            &caps,
+            provider_max,
+            &node_id,
+            spec.type_id,
+            spec.max_calls,
+            &plan,
+        );
     }
     estimate
 }
@@ -322,7 +339,15 @@ impl fmt::Display for BookReport {
         writeln!(
             f,
             "  {:<10} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10} {:>11} {:>8}",
-            "node", "est.req", "req", "provider", "refused", "est.tok", "out tok", "usage", "budget"
+            "node",
+            "est.req",
+            "req",
+            "provider",
+            "refused",
+            "est.tok",
+            "out tok",
+            "usage",
+            "budget"
         )?;
         let (mut er, mut r, mut p, mut et, mut t) = (0, 0, 0, 0, 0);
         for n in &self.nodes {
@@ -337,8 +362,16 @@ impl fmt::Display for BookReport {
                 n.refused_calls(),
                 n.estimate.output_tokens,
                 n.output_tokens(),
-                if n.usage_complete() { "complete" } else { "incomplete" },
-                format!("{}/{}", b.used, b.max_calls.map_or("-".to_owned(), |m| m.to_string())),
+                if n.usage_complete() {
+                    "complete"
+                } else {
+                    "incomplete"
+                },
+                format!(
+                    "{}/{}",
+                    b.used,
+                    b.max_calls.map_or("-".to_owned(), |m| m.to_string())
+                ),
             )?;
             er += n.estimate.requests;
             r += n.requests();
@@ -346,8 +379,15 @@ impl fmt::Display for BookReport {
             et += n.estimate.output_tokens;
             t += n.output_tokens();
         }
-        writeln!(f, "  {:<10} {er:>8} {r:>8} {p:>9} {:>8} {et:>10} {t:>10}", "total", "")?;
-        writeln!(f, "  (req: attempts.count as the host reported it; provider: requests the provider received)")?;
+        writeln!(
+            f,
+            "  {:<10} {er:>8} {r:>8} {p:>9} {:>8} {et:>10} {t:>10}",
+            "total", ""
+        )?;
+        writeln!(
+            f,
+            "  (req: attempts.count as the host reported it; provider: requests the provider received)"
+        )?;
 
         writeln!(f, "\nCalls")?;
         for n in &self.nodes {
@@ -356,7 +396,9 @@ impl fmt::Display for BookReport {
                     (None, "budget_exhausted") => {
                         "refused before dispatch (budget_exhausted): never sent".to_owned()
                     }
-                    (None, status) => format!("failed ({status}), charged {} to the budget", c.charged),
+                    (None, status) => {
+                        format!("failed ({status}), charged {} to the budget", c.charged)
+                    }
                     (Some(req), status) => format!(
                         "{req} request{}, {} output tokens{}, {status}",
                         if req == 1 { "" } else { "s" },
@@ -372,7 +414,11 @@ impl fmt::Display for BookReport {
                     .retry_reason
                     .as_ref()
                     .map_or_else(String::new, |r| format!("  [deliberate retry: {r}]"));
-                writeln!(f, "  {:<10} call {}: {what}{retry}", n.outcome.node_id, c.call_index)?;
+                writeln!(
+                    f,
+                    "  {:<10} call {}: {what}{retry}",
+                    n.outcome.node_id, c.call_index
+                )?;
             }
             if let Err(e) = &n.outcome.result {
                 writeln!(f, "  {:<10} FAILED: {e}", n.outcome.node_id)?;
@@ -381,7 +427,10 @@ impl fmt::Display for BookReport {
 
         writeln!(f, "\nCharges per beneficiary")?;
         for (who, (generations, tokens)) in &self.charges {
-            writeln!(f, "  {who:<10} {generations} generations, {tokens} output tokens")?;
+            writeln!(
+                f,
+                "  {who:<10} {generations} generations, {tokens} output tokens"
+            )?;
         }
 
         if let Some(outline) = &self.outline {
@@ -420,7 +469,10 @@ pub async fn main() -> std::process::ExitCode {
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
     // Print the estimate the same way `estimate` does, then run.
     let host = LocalHost::builder().build();
-    println!("{}", wop_sdk::cli::estimate_table(&estimate_book(&host, &brief)));
+    println!(
+        "{}",
+        wop_sdk::cli::estimate_table(&estimate_book(&host, &brief))
+    );
     println!("Progress");
     match run_book(&brief, script, journal, |line| println!("  {line}")).await {
         Err(refused) => {

@@ -188,7 +188,11 @@ fn check_outline(o: &Outline, (chapters, scenes): (u32, u32)) -> Result<(), Vec<
             errors.push(format!("chapter {} names no characters", c.number));
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 /// The worst case of `plan_outline`: one structured call under the node's default policy.
@@ -243,7 +247,10 @@ impl Node for PlanOutline {
 // ---------------------------------------------------------------------------------------------
 
 /// Drafts every scene of a chapter.
-pub async fn draft_scene(ctx: &NodeCtx<'_>, input: DraftRequest) -> Result<ChapterDraft, NodeError> {
+pub async fn draft_scene(
+    ctx: &NodeCtx<'_>,
+    input: DraftRequest,
+) -> Result<ChapterDraft, NodeError> {
     let mut scenes = Vec::with_capacity(input.chapter.scenes.len());
     for beat in &input.chapter.scenes {
         scenes.push(draft_one(ctx, &input, beat).await?);
@@ -295,7 +302,11 @@ async fn draft_one(
 
 /// A scene request, validated against the chapter. `repair_errors` non-empty makes it the
 /// error-fed repair prompt.
-fn scene_request(input: &DraftRequest, beat: &str, repair_errors: &[String]) -> AiRequest<SceneText> {
+fn scene_request(
+    input: &DraftRequest,
+    beat: &str,
+    repair_errors: &[String],
+) -> AiRequest<SceneText> {
     let characters = input.chapter.characters.clone();
     let min_words = input.min_words;
     let mut prompt = format!(
@@ -323,14 +334,20 @@ pub fn check_scene(text: &str, characters: &[String], min_words: u32) -> Result<
     let mut errors = Vec::new();
     let words = text.split_whitespace().count();
     if words < min_words as usize {
-        errors.push(format!("the scene has {words} words, at least {min_words} are required"));
+        errors.push(format!(
+            "the scene has {words} words, at least {min_words} are required"
+        ));
     }
     for name in characters {
         if !text.contains(name.as_str()) {
             errors.push(format!("the scene never names `{name}`"));
         }
     }
-    if errors.is_empty() { Ok(()) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
 }
 
 fn drafted(beat: &str, text: String, repaired: bool) -> DraftedScene {

@@ -17,6 +17,10 @@
 //! case does not fit its `max_calls`. It serves the node's calls from a scripted provider: the
 //! `--script` file, or the input's own `script` field.
 //!
+//! `--journal PATH` is a SQLite journal (feature `sqlite`): `run` records into it, `events`
+//! reads it without modifying it, `replay` adds the replay fork to it and serves every call from
+//! the recorded outcomes, without a provider.
+//!
 //! `conformance` is not wired yet: the `conformance` module is not part of this build.
 //!
 //! ```rust,no_run
@@ -165,7 +169,10 @@ impl fmt::Display for CliError {
 }
 
 #[derive(Debug, Parser)]
-#[command(about = "An OpenWOP node pack's command line", disable_help_subcommand = true)]
+#[command(
+    about = "An OpenWOP node pack's command line",
+    disable_help_subcommand = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -204,7 +211,8 @@ enum Command {
         /// The provider script (JSON); otherwise the input's `script` field.
         #[arg(long, value_name = "FILE")]
         script: Option<PathBuf>,
-        /// Record the run in this journal (needs the SQLite journal).
+        /// Record the run in this SQLite journal (created when missing), for `events` and
+        /// `replay`; in memory otherwise.
         #[arg(long, value_name = "PATH")]
         journal: Option<PathBuf>,
         /// Print JSON.
@@ -289,9 +297,11 @@ async fn dispatch(pack: &Registry, command: Command, out: &mut dyn Write) -> Res
             let node = find(pack, &node)?;
             let input = read_input(&input)?;
             let script = script
-                .map(|p| Script::from_file(&p).map_err(|e| CliError::usage(format!("--script {e}"))))
+                .map(|p| {
+                    Script::from_file(&p).map_err(|e| CliError::usage(format!("--script {e}")))
+                })
                 .transpose()?;
-            let journal = open_journal(journal.as_deref())?;
+            let journal = open_journal(journal.as_deref(), JournalUse::Record)?;
             run(node, input, script, journal, json, out).await
         }
         Command::Events {
@@ -299,7 +309,7 @@ async fn dispatch(pack: &Registry, command: Command, out: &mut dyn Write) -> Res
             journal,
             json,
         } => {
-            let journal = open_journal(Some(&journal))?;
+            let journal = open_journal(Some(&journal), JournalUse::Read)?;
             events(&journal, &RunId::new(run_id), json, out).await
         }
         Command::Replay {
@@ -307,25 +317,52 @@ async fn dispatch(pack: &Registry, command: Command, out: &mut dyn Write) -> Res
             journal,
             json,
         } => {
-            let journal = open_journal(Some(&journal))?;
+            let journal = open_journal(Some(&journal), JournalUse::Replay)?;
             replay(pack, journal, &RunId::new(run_id), json, out).await
         }
     }
 }
 
-/// The journal behind `--journal PATH`; in memory without one.
-///
-/// THE spot where `SqliteJournal::open(path)` plugs in when the SQLite journal is part of the
-/// build. Until then a path is refused, so that nothing pretends to be durable.
-fn open_journal(path: Option<&Path>) -> Result<Arc<dyn Journal>, CliError> {
-    match path {
-        None => Ok(Arc::new(MemoryJournal::new())),
-        // replaced by `Ok(Arc::new(SqliteJournal::open(path)?))` when the sqlite journal merges
-        Some(path) => Err(CliError::usage(format!(
-            "--journal {}: this build has no durable journal yet (the SQLite journal is not \
-             part of it); omit --journal to keep the run in memory",
-            path.display()
-        ))),
+/// What a command does with its journal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JournalUse {
+    /// `run`: create the file when missing, record the run.
+    Record,
+    /// `events`: read an existing journal, never modify it.
+    Read,
+    /// `replay`: an existing journal, to which the replay fork is added.
+    Replay,
+}
+
+/// The journal behind `--journal PATH` (SQLite, durable); in memory without one.
+fn open_journal(path: Option<&Path>, usage: JournalUse) -> Result<Arc<dyn Journal>, CliError> {
+    let Some(path) = path else {
+        return Ok(Arc::new(MemoryJournal::new()));
+    };
+    let origin = format!("--journal {}", path.display());
+    #[cfg(feature = "sqlite")]
+    {
+        use crate::journal::SqliteJournal;
+        if usage != JournalUse::Record && !path.exists() {
+            return Err(CliError::usage(format!(
+                "{origin}: no such journal file (record a run into it with `run --journal`)"
+            )));
+        }
+        let opened = if usage == JournalUse::Read {
+            SqliteJournal::open_read_only(path)
+        } else {
+            SqliteJournal::open(path)
+        };
+        opened
+            .map(|j| Arc::new(j) as Arc<dyn Journal>)
+            .map_err(|e| CliError::usage(format!("{origin}: {e}")))
+    }
+    #[cfg(not(feature = "sqlite"))]
+    {
+        let _ = usage;
+        Err(CliError::usage(format!(
+            "{origin}: this build has no durable journal (enable the `sqlite` feature of wop-sdk)"
+        )))
     }
 }
 
@@ -425,13 +462,18 @@ fn estimate_pack(pack: &Registry, input: &Value, origin: &str) -> Result<Estimat
     let host = LocalHost::builder().build();
     let caps = Capabilities::negotiate(host.capabilities());
     let mut estimate = Estimate::new(&caps);
-    for (type_id, node_input) in map {
-        let node = pack.find(type_id).ok_or_else(|| {
-            CliError::usage(format!(
-                "{origin}: field `{type_id}`: no such node in the pack (its nodes: {})",
-                pack.type_ids().join(", ")
-            ))
-        })?;
+    if let Some(unknown) = map.keys().find(|k| pack.find(k).is_none()) {
+        return Err(CliError::usage(format!(
+            "{origin}: field `{unknown}`: no such node in the pack (its nodes: {})",
+            pack.type_ids().join(", ")
+        )));
+    }
+    // In the pack's order, whatever the order of the input's keys.
+    for node in pack.nodes.iter().map(AsRef::as_ref) {
+        let type_id = node.spec().type_id;
+        let Some(node_input) = map.get(type_id) else {
+            continue;
+        };
         let plan = plan_of(node, node_input, origin, type_id)?;
         let s = node.spec();
         estimate.add_node(
@@ -554,7 +596,8 @@ fn render_outcome(o: &NodeOutcome, out: &mut dyn Write) -> std::io::Result<()> {
         out,
         "  budget: {} used of {}",
         b.used,
-        b.max_calls.map_or_else(|| "unlimited".to_owned(), |m| m.to_string())
+        b.max_calls
+            .map_or_else(|| "unlimited".to_owned(), |m| m.to_string())
     )?;
     match &o.result {
         Ok(v) => writeln!(
@@ -580,9 +623,9 @@ async fn events(
     let written = if json {
         print_json(out, &json!(events))
     } else {
-        events.iter().try_for_each(|e| {
-            writeln!(out, "{:>4} {:<32} {}", e.seq, e.kind, e.payload)
-        })
+        events
+            .iter()
+            .try_for_each(|e| writeln!(out, "{:>4} {:<32} {}", e.seq, e.kind, e.payload))
     };
     written.map_err(|e| CliError::failed(format!("cannot write: {e}")))
 }
@@ -686,7 +729,8 @@ pub fn estimate_table(e: &Estimate) -> String {
             "  {:<12} {:<32} {:>9} {:>9} {:>10} {:>11} {:>10}  {}\n",
             n.node_id,
             n.type_id,
-            n.max_calls.map_or_else(|| "-".to_owned(), |m| m.to_string()),
+            n.max_calls
+                .map_or_else(|| "-".to_owned(), |m| m.to_string()),
             n.requests,
             n.output_tokens,
             n.output_tokens_with_growth,
@@ -762,9 +806,19 @@ mod tests {
         std::fs::write(&path, "{\n  \"premise\": oops\n}").expect("write");
         let e = read_input(&args(path.to_str(), None)).expect_err("not JSON");
         assert_eq!(e.exit, 2);
-        assert!(e.message.contains("bad.json: not valid JSON at line 2 column"), "{}", e.message);
+        assert!(
+            e.message
+                .contains("bad.json: not valid JSON at line 2 column"),
+            "{}",
+            e.message
+        );
         let e = read_input(&args(None, Some("[1,"))).expect_err("not JSON");
-        assert!(e.message.starts_with("--input-json: not valid JSON at line 1"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("--input-json: not valid JSON at line 1"),
+            "{}",
+            e.message
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -773,7 +827,10 @@ mod tests {
         let pack = Registry::new("community.test", "0.1.0");
         let e = estimate_pack(&pack, &json!([1]), "--input plan.json").expect_err("array");
         assert_eq!(e.exit, 2);
-        assert!(e.message.starts_with("--input plan.json: must be an object mapping node type ids"));
+        assert!(
+            e.message
+                .starts_with("--input plan.json: must be an object mapping node type ids")
+        );
         let e = estimate_pack(&pack, &json!({"community.test.nope": {}}), "--input-json")
             .expect_err("unknown node");
         assert!(
@@ -787,11 +844,20 @@ mod tests {
     }
 
     #[test]
-    fn a_journal_path_is_refused_until_a_durable_journal_exists() {
-        let e = open_journal(Some(Path::new("runs.db"))).err().expect("refused");
-        assert_eq!(e.exit, 2);
-        assert!(e.message.starts_with("--journal runs.db:"), "{}", e.message);
-        assert!(open_journal(None).is_ok());
+    fn a_journal_that_does_not_exist_is_named_not_created() {
+        let path = std::env::temp_dir().join(format!("wop-cli-missing-{}.db", std::process::id()));
+        for usage in [JournalUse::Read, JournalUse::Replay] {
+            let e = open_journal(Some(&path), usage).err().expect("refused");
+            assert_eq!(e.exit, 2);
+            assert!(
+                e.message
+                    .starts_with(&format!("--journal {}:", path.display())),
+                "{}",
+                e.message
+            );
+            assert!(!path.exists(), "reading must not create the journal");
+        }
+        assert!(open_journal(None, JournalUse::Record).is_ok());
     }
 
     #[test]
@@ -799,7 +865,10 @@ mod tests {
         let pack = Registry::new("community.test", "0.1.0");
         let e = find(&pack, "x.y").err().expect("unknown");
         assert_eq!(e.exit, 2);
-        assert_eq!(e.message, "--node x.y: no such node in the pack `community.test` (its nodes: )");
+        assert_eq!(
+            e.message,
+            "--node x.y: no such node in the pack `community.test` (its nodes: )"
+        );
     }
 
     #[test]
