@@ -182,7 +182,7 @@ async fn charges_go_to_the_beneficiaries_and_progress_tells_the_story() {
         "review-1: completed",
     ] {
         assert!(
-            lines.iter().any(|l| l == expected),
+            lines.iter().any(|l| l.trim() == expected),
             "missing `{expected}` in {lines:#?}"
         );
     }
@@ -202,4 +202,38 @@ async fn a_node_that_cannot_fit_refuses_the_run() {
         "refusing to start the run:\n  node `draft-1` (community.bookai.draft-scene) may make 9 \
          provider requests, but its max_calls is 6"
     );
+}
+
+#[tokio::test]
+async fn the_demo_reports_the_same_figures_on_a_sqlite_journal() {
+    let dir = std::env::temp_dir().join(format!("book-ai-demo-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sqlite: Arc<dyn Journal> = Arc::new(
+        wop_sdk::journal::SqliteJournal::open(dir.join("book.db")).expect("sqlite journal"),
+    );
+    let script = demo::bundled_script().expect("script");
+    let on_disk = demo::run_book(&demo::demo_brief(), script, Arc::clone(&sqlite), |_| {})
+        .await
+        .expect("fits");
+    let (in_memory, _) = demo_report().await;
+    let figures = |r: &demo::BookReport| -> Vec<(u32, u64, bool, u32)> {
+        r.nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.requests(),
+                    n.output_tokens(),
+                    n.usage_complete(),
+                    n.outcome.budget.used,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(figures(&on_disk), figures(&in_memory));
+    assert_eq!(on_disk.charges, in_memory.charges);
+    // The run is in the journal, with one `provider.usage` per request that reported usage.
+    let events = sqlite.events(&on_disk.run_id).await.expect("events");
+    let usage = events.iter().filter(|e| e.kind == "provider.usage").count();
+    assert_eq!(usage, 7 - 1, "7 requests, one withheld its usage");
+    let _ = std::fs::remove_dir_all(dir);
 }

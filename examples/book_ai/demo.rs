@@ -187,30 +187,35 @@ pub fn estimate_book(host: &LocalHost, brief: &BookBrief) -> Estimate {
 
 /// Estimates, then runs the book: outline, then per chapter a draft and a review, as nodes of
 /// one run on a local host with the scripted provider. `journal` is where the run is recorded
-/// (in memory for the demo; a SQLite journal plugs in here unchanged). `progress` receives one
-/// line per interesting event while the run goes.
+/// (in memory for the demo; a `SqliteJournal` plugs in here unchanged). `progress` receives the
+/// estimate table first, then one line per interesting event while the run goes.
 pub async fn run_book(
     brief: &BookBrief,
     script: Script,
     journal: Arc<dyn Journal>,
     progress: impl Fn(&str) + Send + Sync + 'static,
 ) -> Result<BookReport, Refused> {
+    let progress = Arc::new(progress);
+    let live = Arc::clone(&progress);
     let provider = ScriptedProvider::default();
     let host = LocalHost::builder()
         .provider(provider.clone())
         .journal(journal)
+        // The host's observer sees every event as it happens.
         .observer(move |event| {
             if let Some(line) = wop_sdk::cli::progress_line(event) {
-                progress(&line);
+                live(&format!("  {line}"));
             }
         })
         .build();
 
     // 1. The estimate, before anything is sent. A node that cannot fit refuses the run.
     let estimate = estimate_book(&host, brief);
+    progress(&wop_sdk::cli::estimate_table(&estimate));
     if !estimate.fits() {
         return Err(Refused { estimate });
     }
+    progress("Progress");
 
     let mut book = Book {
         host,
@@ -467,20 +472,13 @@ pub async fn main() -> std::process::ExitCode {
         }
     };
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
-    // Print the estimate the same way `estimate` does, then run.
-    let host = LocalHost::builder().build();
-    println!(
-        "{}",
-        wop_sdk::cli::estimate_table(&estimate_book(&host, &brief))
-    );
-    println!("Progress");
-    match run_book(&brief, script, journal, |line| println!("  {line}")).await {
+    match run_book(&brief, script, journal, say).await {
         Err(refused) => {
             eprintln!("error: {refused}");
             std::process::ExitCode::FAILURE
         }
         Ok(report) => {
-            println!("\n{report}");
+            say(&format!("\n{report}"));
             if report.completed() {
                 std::process::ExitCode::SUCCESS
             } else {
@@ -488,4 +486,10 @@ pub async fn main() -> std::process::ExitCode {
             }
         }
     }
+}
+
+/// Prints a line; a closed pipe (`book_ai | head`) is not worth a panic.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
 }

@@ -203,11 +203,11 @@ pub fn outline_plan(_input: &BookBrief) -> CallPlan {
     )])
 }
 
-/// `plan_outline` as a node. // replaced by #[wop_node] on merge
+// replaced by #[wop_node] on merge: the attribute generates this struct and its impl.
+/// `plan_outline` as a node.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PlanOutline;
 
-// replaced by #[wop_node] on merge
 impl Node for PlanOutline {
     type Input = BookBrief;
     type Output = Outline;
@@ -380,11 +380,11 @@ pub fn draft_plan(scenes: usize) -> CallPlan {
     CallPlan::new([PlannedCall::structured(SCENE_MAX_TOKENS, DraftScene::SPEC.retry).times(times)])
 }
 
-/// `draft_scene` as a node. // replaced by #[wop_node] on merge
+// replaced by #[wop_node] on merge: the attribute generates this struct and its impl.
+/// `draft_scene` as a node.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DraftScene;
 
-// replaced by #[wop_node] on merge
 impl Node for DraftScene {
     type Input = DraftRequest;
     type Output = ChapterDraft;
@@ -455,11 +455,11 @@ pub fn review_plan() -> CallPlan {
     CallPlan::new([PlannedCall::plain(REVIEW_MAX_TOKENS)])
 }
 
-/// `review_chapter` as a node. // replaced by #[wop_node] on merge
+// replaced by #[wop_node] on merge: the attribute generates this struct and its impl.
+/// `review_chapter` as a node.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ReviewChapter;
 
-// replaced by #[wop_node] on merge
 impl Node for ReviewChapter {
     type Input = ReviewRequest;
     type Output = Review;
