@@ -156,7 +156,8 @@ fn estimate_exits_1_when_a_node_cannot_fit() {
     let o = run(&["estimate", "--input-json", &plan.to_string()]);
     assert_eq!(code(&o), 1);
     assert!(
-        stderr(&o).contains("node `community.bookai.draft-scene` may make 9 provider requests, but its max_calls is 6"),
+        stderr(&o)
+            .contains("node `draft-scene` may make 9 provider requests, but its max_calls is 6"),
         "{}",
         stderr(&o)
     );
@@ -209,6 +210,35 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
         "{err}"
     );
 
+    let wrong_type = run(&[
+        "run",
+        "--node",
+        "community.bookai.plan-outline",
+        "--input-json",
+        r#"{"premise": "x", "chapters": "two", "scenesPerChapter": 2}"#,
+        "--script",
+        script,
+    ]);
+    assert_eq!(code(&wrong_type), 2);
+    assert!(
+        stderr(&wrong_type).contains(
+            "--input-json: field `input.chapters`: the node input is invalid: \
+             invalid type: string \"two\", expected u32"
+        ),
+        "{}",
+        stderr(&wrong_type)
+    );
+
+    let no_script = run(&[
+        "run",
+        "--node",
+        "community.bookai.plan-outline",
+        "--input-json",
+        BRIEF,
+    ]);
+    assert_eq!(code(&no_script), 2);
+    assert!(stderr(&no_script).contains("--input-json: no provider script"));
+
     let unknown = run(&[
         "run",
         "--node",
@@ -222,15 +252,25 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
 
 #[test]
 fn run_refuses_to_start_a_node_that_cannot_fit() {
+    let script = temp("empty-script.json", "[]");
     let o = run(&[
         "run",
         "--node",
         "community.bookai.draft-scene",
         "--input-json",
         &chapter(3).to_string(),
+        "--script",
+        script.to_str().expect("utf-8"),
     ]);
     assert_eq!(code(&o), 1);
-    assert!(stderr(&o).contains("refusing to start"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "refusing to start: the run would not fit its budget: node `main` may make 9 \
+             provider requests, but its max_calls is 6"
+        ),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

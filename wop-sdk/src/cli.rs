@@ -476,10 +476,12 @@ fn estimate_pack(pack: &Registry, input: &Value, origin: &str) -> Result<Estimat
         };
         let plan = plan_of(node, node_input, origin, type_id)?;
         let s = node.spec();
+        // The node's row is named by the last segment of its type id (`draft-scene`).
+        let short = type_id.rsplit('.').next().unwrap_or(type_id);
         estimate.add_node(
             &caps,
             Some(host.config().provider_max_tokens),
-            type_id,
+            short,
             s.type_id,
             s.max_calls,
             &plan,
@@ -521,6 +523,13 @@ async fn run(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let plan = plan_of(node, &input.value, &input.origin, "")?;
+    if script.is_none() && input.value.get("script").is_none() {
+        return Err(CliError::usage(format!(
+            "{}: no provider script: pass --script FILE (or a `script` field in the input, for a \
+             node that takes one); the local host's provider serves only scripted replies",
+            input.origin
+        )));
+    }
     let host = host_with(journal, ScriptedProvider::default(), !json);
     let caps = Capabilities::negotiate(host.capabilities());
     let mut estimate = Estimate::new(&caps);
@@ -576,9 +585,13 @@ fn render_outcome(o: &NodeOutcome, out: &mut dyn Write) -> std::io::Result<()> {
     for c in &o.calls {
         writeln!(
             out,
-            "  call {}: {} requests, {} output tokens, usage {}, {}{}",
+            "  call {}: {}, {} output tokens, usage {}, {}{}",
             c.call_index,
-            c.requests.map_or_else(|| "?".to_owned(), |r| r.to_string()),
+            match c.requests {
+                None => "requests unknown".to_owned(),
+                Some(1) => "1 request".to_owned(),
+                Some(n) => format!("{n} requests"),
+            },
             c.output_tokens.unwrap_or(0),
             match c.usage_complete {
                 Some(true) => "complete",
