@@ -148,11 +148,11 @@ fn parse_input<T: DeserializeOwned>(input: &Value) -> Result<T, ErrorEnvelope> {
             field.push_str(&path);
         }
         // A missing key is reported at its parent: name the key itself.
-        if msg.starts_with("missing field `") {
-            if let Some(key) = msg.split('`').nth(1) {
-                field.push('.');
-                field.push_str(key);
-            }
+        if msg.starts_with("missing field `")
+            && let Some(key) = msg.split('`').nth(1)
+        {
+            field.push('.');
+            field.push_str(key);
         }
         ErrorEnvelope::validation(field, format!("the node input is invalid: {msg}"))
     })
