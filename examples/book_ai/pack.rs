@@ -325,6 +325,7 @@ fn scene_request(
         .system("You are a novelist. Reply with JSON only.")
         .max_tokens(SCENE_MAX_TOKENS)
         .purpose("scene")
+        // Who is charged for these generations (a real pack takes it from its input).
         .beneficiaries(["author-1"])
         .validate(move |scene: &SceneText| check_scene(&scene.text, &characters, min_words))
 }
