@@ -327,6 +327,12 @@ fn run_events_and_replay_share_a_sqlite_journal() {
     assert_eq!(replayed["outcome"]["result"], recorded["outcome"]["result"]);
     assert_eq!(replayed["outcome"]["calls"], recorded["outcome"]["calls"]);
     assert_ne!(replayed["outcome"]["runId"], recorded["outcome"]["runId"]);
+    // A second replay, from another process, is a fork of its own.
+    let o = run(&["replay", &run_id, "--journal", &journal, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let again: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_ne!(again["outcome"]["runId"], replayed["outcome"]["runId"]);
+    assert_eq!(again["outcome"]["calls"], recorded["outcome"]["calls"]);
     let missing = format!("{journal}.missing");
     let o = run(&["replay", &run_id, "--journal", &missing]);
     assert_eq!(code(&o), 2);
