@@ -432,9 +432,10 @@ impl fmt::Display for BookReport {
 
         writeln!(f, "\nCharges per beneficiary")?;
         for (who, (generations, tokens)) in &self.charges {
+            let plural = if *generations == 1 { "" } else { "s" };
             writeln!(
                 f,
-                "  {who:<10} {generations} generations, {tokens} output tokens"
+                "  {who:<10} {generations} generation{plural}, {tokens} output tokens"
             )?;
         }
 
