@@ -21,6 +21,8 @@
 pub mod ai;
 pub mod budget;
 pub mod caps;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod conformance;
 pub mod host;
 #[cfg(feature = "local")]

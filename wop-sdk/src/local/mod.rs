@@ -904,10 +904,17 @@ impl LocalHost {
         node: &dyn DynNode,
         input: Value,
     ) -> NodeOutcome {
-        let fork = RunId::new(format!(
-            "{source}.replay-{}",
-            RUN_COUNTER.fetch_add(1, Ordering::SeqCst)
-        ));
+        // A fork id no run of the journal has: with a durable journal, another process may have
+        // made forks of the same source already (its counter started at 1 too).
+        let fork = loop {
+            let candidate = RunId::new(format!(
+                "{source}.replay-{}",
+                RUN_COUNTER.fetch_add(1, Ordering::SeqCst)
+            ));
+            if !matches!(self.inner.journal.run(&candidate).await, Ok(Some(_))) {
+                break candidate;
+            }
+        };
         lock(&self.inner.replay_of).insert(fork.clone(), source.clone());
         let owner = match self.inner.journal.run(source).await {
             Ok(Some(r)) => r.owner,

@@ -134,14 +134,26 @@ pub trait DynNode: Send + Sync {
     ) -> BoxFuture<'a, Result<Value, NodeError>>;
 }
 
+/// Reads a node input; a refusal names the offending key as `details.field`, e.g.
+/// `input.chapter.scenes[2]` for a wrong type, `input.chapters` for a missing or unknown key.
 fn parse_input<T: DeserializeOwned>(input: &Value) -> Result<T, ErrorEnvelope> {
-    T::deserialize(input).map_err(|e| {
-        let msg = e.to_string();
-        let field = msg
-            .split('`')
-            .nth(1)
-            .filter(|_| msg.contains("field"))
-            .map_or_else(|| "input".to_owned(), |f| format!("input.{f}"));
+    serde_path_to_error::deserialize(input).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.into_inner().to_string();
+        let mut field = "input".to_owned();
+        if path != "." {
+            if !path.starts_with('[') {
+                field.push('.');
+            }
+            field.push_str(&path);
+        }
+        // A missing key is reported at its parent: name the key itself.
+        if msg.starts_with("missing field `")
+            && let Some(key) = msg.split('`').nth(1)
+        {
+            field.push('.');
+            field.push_str(key);
+        }
         ErrorEnvelope::validation(field, format!("the node input is invalid: {msg}"))
     })
 }
@@ -249,5 +261,57 @@ impl<'run> From<crate::ai::AiFailure<'run>> for NodeError {
                 state: std::sync::Arc::clone(&failure.state),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_input;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Chapter {
+        number: u32,
+        scenes: Vec<String>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct In {
+        chapter: Chapter,
+        min_words: u32,
+    }
+
+    fn field(v: serde_json::Value) -> String {
+        let e = parse_input::<In>(&v).expect_err("invalid");
+        e.field().unwrap_or("").to_owned()
+    }
+
+    #[test]
+    fn input_refusals_name_the_offending_key() {
+        let ok = json!({"chapter": {"number": 1, "scenes": ["a"]}, "minWords": 5});
+        assert!(parse_input::<In>(&ok).is_ok());
+        assert_eq!(
+            field(json!({"chapter": {"number": 1, "scenes": []}})),
+            "input.minWords"
+        );
+        assert_eq!(
+            field(json!({"chapter": {"number": "1", "scenes": []}, "minWords": 5})),
+            "input.chapter.number"
+        );
+        assert_eq!(
+            field(json!({"chapter": {"number": 1, "scenes": ["a", 2]}, "minWords": 5})),
+            "input.chapter.scenes[1]"
+        );
+        assert_eq!(
+            field(json!({"chapter": {"number": 1, "scenes": [], "x": 1}, "minWords": 5})),
+            "input.chapter.x"
+        );
+        assert_eq!(field(json!([1])), "input[0]");
+        assert_eq!(field(json!("text")), "input");
     }
 }
