@@ -18,7 +18,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // With arguments, this binary is the pack's command line.
     if std::env::args_os().len() > 1 {
-        return wop_sdk::cli::main(pack::registry());
+        return wop_sdk::cli::main(pack::pack());
     }
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()

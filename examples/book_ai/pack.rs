@@ -1,8 +1,8 @@
 //! The Book AI pack: three nodes that plan, draft and review a book through `ctx.callAI`.
 //!
-//! This is the file to copy from. Each node is written the way the `#[wop_node]` attribute
-//! expects (`async fn name(ctx: &NodeCtx<'_>, input: In) -> Result<Out, NodeError>`), followed by
-//! a small hand-written `impl Node` that the attribute will generate.
+//! This is the file to copy from. Each node is an `async fn name(ctx: &NodeCtx<'_>, input: In) ->
+//! Result<Out, NodeError>` under `#[wop_node(...)]`, which checks its attributes at compile time
+//! and generates the node type (`plan_outline` → `PlanOutline`), its schemas and manifest entry.
 //!
 //! The pack shows, in order of appearance:
 //!
@@ -13,28 +13,29 @@
 //! - the two ways to handle an [`wop_sdk::AiFailure`]: propagate it with `?` (the outline and the
 //!   review, which have no useful fallback), or settle it and carry on with a placeholder that
 //!   says so (a scene, since half a chapter is worth more to the author than none);
-//! - a plain `Text` call with host retries off (`RetryPolicy::NO_RETRIES`);
+//! - a plain `Text` call with host retries off (`retry(max_attempts = 1)`);
 //! - a `plan()` per node, so the worst case is known before anything is sent.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use wop_sdk::budget::{CallPlan, PlannedCall};
-use wop_sdk::host::BoxFuture;
-use wop_sdk::{
-    AiRequest, Capability, Category, Node, NodeCtx, NodeError, NodeSpec, RetryPolicy, RetryReason,
-    Role, Text,
-};
-
-/// The pack's name and version, as they appear in `pack.json`.
-pub const PACK_NAME: &str = "community.bookai";
-/// The pack's version.
-pub const PACK_VERSION: &str = "0.1.0";
+use wop_sdk::{AiRequest, Node, NodeCtx, NodeError, RetryPolicy, RetryReason, Text, wop_node};
 
 // Output budgets, shared by each request and its node's `plan()`, so the estimate cannot drift
 // from what is really sent.
 const OUTLINE_MAX_TOKENS: u32 = 800;
 const SCENE_MAX_TOKENS: u32 = 600;
 const REVIEW_MAX_TOKENS: u32 = 400;
+
+/// The worst case of `review_chapter` for its input.
+pub fn review_plan_for(_input: &ReviewRequest) -> CallPlan {
+    review_plan()
+}
+
+/// The worst case of `draft_scene` for its input: one structured call per scene.
+pub fn draft_plan_for(input: &DraftRequest) -> CallPlan {
+    draft_plan(input.chapter.scenes.len())
+}
 
 // ---------------------------------------------------------------------------------------------
 // Types. Every type that crosses the wire derives `JsonSchema`: node inputs and outputs become
@@ -149,6 +150,16 @@ pub struct Review {
 // ---------------------------------------------------------------------------------------------
 
 /// Plans the outline of a book from a brief.
+#[wop_node(
+    type_id = "community.bookai.plan-outline",
+    version = "0.1.0",
+    label = "Plan outline",
+    description = "Plans the chapters and scenes of a book from a brief.",
+    // One structured call: up to the host ceiling (3) of provider requests.
+    max_calls = 3,
+    requires(ai_providers),
+    plan = outline_plan,
+)]
 pub async fn plan_outline(ctx: &NodeCtx<'_>, input: BookBrief) -> Result<Outline, NodeError> {
     let expected = (input.chapters, input.scenes_per_chapter);
     let request = AiRequest::<Outline>::prompt(format!(
@@ -203,39 +214,6 @@ pub fn outline_plan(_input: &BookBrief) -> CallPlan {
     )])
 }
 
-// replaced by #[wop_node] on merge: the attribute generates this struct and its impl.
-/// `plan_outline` as a node.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PlanOutline;
-
-impl Node for PlanOutline {
-    type Input = BookBrief;
-    type Output = Outline;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.bookai.plan-outline",
-        version: PACK_VERSION,
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: Some("Plan outline"),
-        description: Some("Plans the chapters and scenes of a book from a brief."),
-        // One structured call: up to the host ceiling (3) of provider requests.
-        max_calls: Some(3),
-        retry: RetryPolicy::HOST_DEFAULT,
-        requires: &[Capability::AiProviders],
-    };
-
-    fn run<'a, 'run>(
-        &'a self,
-        ctx: &'a NodeCtx<'run>,
-        input: BookBrief,
-    ) -> BoxFuture<'a, Result<Outline, NodeError>> {
-        Box::pin(plan_outline(ctx, input))
-    }
-
-    fn plan(&self, input: &BookBrief) -> CallPlan {
-        outline_plan(input)
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // draft_scene: one structured call per scene, validated closed-world, with ONE error-fed repair.
@@ -247,6 +225,16 @@ impl Node for PlanOutline {
 // ---------------------------------------------------------------------------------------------
 
 /// Drafts every scene of a chapter.
+#[wop_node(
+    type_id = "community.bookai.draft-scene",
+    version = "0.1.0",
+    label = "Draft scenes",
+    description = "Drafts each scene of a chapter, validated and repaired once.",
+    // Two scenes at the host ceiling of 3 requests each; a third would not fit.
+    max_calls = 6,
+    requires(ai_providers),
+    plan = draft_plan_for,
+)]
 pub async fn draft_scene(
     ctx: &NodeCtx<'_>,
     input: DraftRequest,
@@ -381,39 +369,6 @@ pub fn draft_plan(scenes: usize) -> CallPlan {
     CallPlan::new([PlannedCall::structured(SCENE_MAX_TOKENS, DraftScene::SPEC.retry).times(times)])
 }
 
-// replaced by #[wop_node] on merge: the attribute generates this struct and its impl.
-/// `draft_scene` as a node.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DraftScene;
-
-impl Node for DraftScene {
-    type Input = DraftRequest;
-    type Output = ChapterDraft;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.bookai.draft-scene",
-        version: PACK_VERSION,
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: Some("Draft scenes"),
-        description: Some("Drafts each scene of a chapter, validated and repaired once."),
-        // Two scenes at the host ceiling of 3 requests each; a third would not fit.
-        max_calls: Some(6),
-        retry: RetryPolicy::HOST_DEFAULT,
-        requires: &[Capability::AiProviders],
-    };
-
-    fn run<'a, 'run>(
-        &'a self,
-        ctx: &'a NodeCtx<'run>,
-        input: DraftRequest,
-    ) -> BoxFuture<'a, Result<ChapterDraft, NodeError>> {
-        Box::pin(draft_scene(ctx, input))
-    }
-
-    fn plan(&self, input: &DraftRequest) -> CallPlan {
-        draft_plan(input.chapter.scenes.len())
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // review_chapter: one plain `Text` call with host retries off. A plain call makes one provider
@@ -421,6 +376,17 @@ impl Node for DraftScene {
 // ---------------------------------------------------------------------------------------------
 
 /// Reviews a drafted chapter.
+#[wop_node(
+    type_id = "community.bookai.review-chapter",
+    version = "0.1.0",
+    label = "Review chapter",
+    description = "An editor's review of a drafted chapter.",
+    max_calls = 1,
+    // A plain call is one request anyway; the policy says so to a reader and to the host.
+    retry(max_attempts = 1),
+    requires(ai_providers),
+    plan = review_plan_for,
+)]
 pub async fn review_chapter(ctx: &NodeCtx<'_>, input: ReviewRequest) -> Result<Review, NodeError> {
     let placeholders = input.draft.scenes.iter().filter(|s| s.placeholder).count();
     let body: Vec<String> = input
@@ -456,44 +422,11 @@ pub fn review_plan() -> CallPlan {
     CallPlan::new([PlannedCall::plain(REVIEW_MAX_TOKENS)])
 }
 
-// replaced by #[wop_node] on merge: the attribute generates this struct and its impl.
-/// `review_chapter` as a node.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReviewChapter;
 
-impl Node for ReviewChapter {
-    type Input = ReviewRequest;
-    type Output = Review;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.bookai.review-chapter",
-        version: PACK_VERSION,
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: Some("Review chapter"),
-        description: Some("An editor's review of a drafted chapter."),
-        max_calls: Some(1),
-        retry: RetryPolicy::NO_RETRIES,
-        requires: &[Capability::AiProviders],
-    };
-
-    fn run<'a, 'run>(
-        &'a self,
-        ctx: &'a NodeCtx<'run>,
-        input: ReviewRequest,
-    ) -> BoxFuture<'a, Result<Review, NodeError>> {
-        Box::pin(review_chapter(ctx, input))
-    }
-
-    fn plan(&self, _input: &ReviewRequest) -> CallPlan {
-        review_plan()
-    }
-}
-
-/// The pack, for the command line (`manifest`, `estimate`, `run`, `events`, `replay`).
-// replaced by `wop_sdk::pack!` on merge
-pub fn registry() -> wop_sdk::cli::Registry {
-    wop_sdk::cli::Registry::new(PACK_NAME, PACK_VERSION)
-        .node(PlanOutline)
-        .node(DraftScene)
-        .node(ReviewChapter)
+// The pack: its name, version and nodes. `pack!` checks the name and version at compile time and
+// yields `pack()`, which `pack.json`, the estimate and the command line are built from.
+wop_sdk::pack! {
+    name = "community.bookai",
+    version = "0.1.0",
+    nodes = [PlanOutline, DraftScene, ReviewChapter],
 }

@@ -21,12 +21,9 @@
 //! reads it without modifying it, `replay` adds the replay fork to it and serves every call from
 //! the recorded outcomes, without a provider.
 //!
-//! `conformance` is not wired yet: the `conformance` module is not part of this build.
-//!
 //! ```rust,no_run
-//! # use wop_sdk::cli::Registry;
 //! fn main() -> std::process::ExitCode {
-//!     let pack = Registry::new("community.example", "0.1.0"); // .node(MyNode) ...
+//!     let pack = wop_sdk::manifest::Pack::new("community.example", "0.1.0"); // .node(MyNode) … or `pack!`
 //!     wop_sdk::cli::main(pack)
 //! }
 //! ```
@@ -35,6 +32,7 @@ use crate::budget::Estimate;
 use crate::caps::Capabilities;
 use crate::host::RunId;
 use crate::journal::{Journal, MemoryJournal};
+use crate::manifest::Pack;
 use crate::local::{LocalHost, RunOptions, Script, ScriptedProvider};
 use crate::node::{DynNode, NodeOutcome};
 use crate::wire::{RunEvent, kind};
@@ -45,97 +43,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-
-/// A pack's nodes, with its name and version: what the command line serves.
-///
-/// A stand-in until `wop_sdk::manifest::Pack` (built by `pack!`) is available.
-pub struct Registry {
-    /// The pack name (`community.…`).
-    pub name: String,
-    /// The pack version (semver).
-    pub version: String,
-    /// The nodes.
-    pub nodes: Vec<Box<dyn DynNode>>,
-}
-
-impl fmt::Debug for Registry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registry")
-            .field("name", &self.name)
-            .field("version", &self.version)
-            .field("nodes", &self.type_ids())
-            .finish()
-    }
-}
-
-impl Registry {
-    /// An empty pack.
-    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            version: version.into(),
-            nodes: Vec::new(),
-        }
-    }
-
-    /// Adds a node.
-    #[must_use]
-    pub fn node(mut self, node: impl DynNode + 'static) -> Self {
-        self.nodes.push(Box::new(node));
-        self
-    }
-
-    /// The node with this type id.
-    pub fn find(&self, type_id: &str) -> Option<&dyn DynNode> {
-        self.nodes
-            .iter()
-            .map(AsRef::as_ref)
-            .find(|n| n.spec().type_id == type_id)
-    }
-
-    fn type_ids(&self) -> Vec<&'static str> {
-        self.nodes.iter().map(|n| n.spec().type_id).collect()
-    }
-
-    /// A minimal `pack.json` (v2) built from the nodes' declarations and schemas.
-    pub fn manifest(&self) -> Value {
-        let nodes: Vec<Value> = self
-            .nodes
-            .iter()
-            .map(|n| {
-                let s = n.spec();
-                let mut node = json!({
-                    "typeId": s.type_id,
-                    "version": s.version,
-                    "category": s.category.as_str(),
-                    "role": s.role.as_str(),
-                    "inputSchema": n.input_schema(),
-                    "outputSchema": n.output_schema(),
-                });
-                if let Some(label) = s.label {
-                    node["label"] = json!(label);
-                }
-                if let Some(d) = s.description {
-                    node["description"] = json!(d);
-                }
-                if let Some(m) = s.max_calls {
-                    node["maxCalls"] = json!(m);
-                }
-                node
-            })
-            .collect();
-        json!({
-            "name": self.name,
-            "version": self.version,
-            "kind": "node",
-            "engines": {"openwop": ">=2.0 <3.0.0"},
-            "runtime": {"language": "rust", "entry": self.name},
-            "peerDependencies": {"aiProviders": "required"},
-            "peerDependenciesMeta": {"aiProviders": {"facets": ["callAccounting"]}},
-            "nodes": nodes,
-        })
-    }
-}
 
 /// A command-line failure: the message and the exit code (2 usage, 1 failed run).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -244,7 +151,7 @@ enum Command {
 }
 
 /// Runs the command line on the process arguments; what a pack binary's `main` returns.
-pub fn main(pack: Registry) -> ExitCode {
+pub fn main(pack: Pack) -> ExitCode {
     let cli = match Cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
@@ -273,7 +180,7 @@ pub fn main(pack: Registry) -> ExitCode {
     }
 }
 
-async fn dispatch(pack: &Registry, command: Command, out: &mut dyn Write) -> Result<(), CliError> {
+async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<(), CliError> {
     let w = |r: std::io::Result<()>| r.map_err(|e| CliError::failed(format!("cannot write: {e}")));
     match command {
         Command::Manifest => w(print_json(out, &pack.manifest())),
@@ -366,11 +273,11 @@ fn open_journal(path: Option<&Path>, usage: JournalUse) -> Result<Arc<dyn Journa
     }
 }
 
-fn find<'p>(pack: &'p Registry, type_id: &str) -> Result<&'p dyn DynNode, CliError> {
+fn find<'p>(pack: &'p Pack, type_id: &str) -> Result<&'p dyn DynNode, CliError> {
     pack.find(type_id).ok_or_else(|| {
         CliError::usage(format!(
             "--node {type_id}: no such node in the pack `{}` (its nodes: {})",
-            pack.name,
+            pack.name(),
             pack.type_ids().join(", ")
         ))
     })
@@ -446,7 +353,7 @@ fn host_with(journal: Arc<dyn Journal>, provider: ScriptedProvider, progress: bo
 }
 
 /// The estimate of a pack for `{typeId: input, ...}`.
-fn estimate_pack(pack: &Registry, input: &Value, origin: &str) -> Result<Estimate, CliError> {
+fn estimate_pack(pack: &Pack, input: &Value, origin: &str) -> Result<Estimate, CliError> {
     let Value::Object(map) = input else {
         return Err(CliError::usage(format!(
             "{origin}: must be an object mapping node type ids to their inputs, e.g. {{\"{}\": {{...}}}}",
@@ -469,7 +376,7 @@ fn estimate_pack(pack: &Registry, input: &Value, origin: &str) -> Result<Estimat
         )));
     }
     // In the pack's order, whatever the order of the input's keys.
-    for node in pack.nodes.iter().map(AsRef::as_ref) {
+    for node in pack.nodes().iter().map(AsRef::as_ref) {
         let type_id = node.spec().type_id;
         let Some(node_input) = map.get(type_id) else {
             continue;
@@ -655,7 +562,7 @@ async fn known_run(
 }
 
 async fn replay(
-    pack: &Registry,
+    pack: &Pack,
     journal: Arc<dyn Journal>,
     run: &RunId,
     json: bool,
@@ -837,7 +744,7 @@ mod tests {
 
     #[test]
     fn estimate_input_must_map_type_ids() {
-        let pack = Registry::new("community.test", "0.1.0");
+        let pack = Pack::new("community.test", "0.1.0");
         let e = estimate_pack(&pack, &json!([1]), "--input plan.json").expect_err("array");
         assert_eq!(e.exit, 2);
         assert!(
@@ -875,7 +782,7 @@ mod tests {
 
     #[test]
     fn unknown_node_lists_the_pack() {
-        let pack = Registry::new("community.test", "0.1.0");
+        let pack = Pack::new("community.test", "0.1.0");
         let e = find(&pack, "x.y").err().expect("unknown");
         assert_eq!(e.exit, 2);
         assert_eq!(

@@ -44,14 +44,7 @@ impl fmt::Debug for Pack {
         f.debug_struct("Pack")
             .field("name", &self.name)
             .field("version", &self.version)
-            .field(
-                "nodes",
-                &self
-                    .nodes
-                    .iter()
-                    .map(|n| n.spec().type_id)
-                    .collect::<Vec<_>>(),
-            )
+            .field("nodes", &self.type_ids())
             .finish()
     }
 }
@@ -71,6 +64,11 @@ impl Pack {
     pub fn node<N: Node>(mut self, node: N) -> Self {
         self.nodes.push(Box::new(node));
         self
+    }
+
+    /// The type ids of its nodes, in order.
+    pub fn type_ids(&self) -> Vec<&'static str> {
+        self.nodes.iter().map(|n| n.spec().type_id).collect()
     }
 
     /// The pack's name.
