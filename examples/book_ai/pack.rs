@@ -214,7 +214,6 @@ pub fn outline_plan(_input: &BookBrief) -> CallPlan {
     )])
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // draft_scene: one structured call per scene, validated closed-world, with ONE error-fed repair.
 //
@@ -369,7 +368,6 @@ pub fn draft_plan(scenes: usize) -> CallPlan {
     CallPlan::new([PlannedCall::structured(SCENE_MAX_TOKENS, DraftScene::SPEC.retry).times(times)])
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // review_chapter: one plain `Text` call with host retries off. A plain call makes one provider
 // request anyway; `NO_RETRIES` states it, and makes the estimate exact on any host.
@@ -421,7 +419,6 @@ pub async fn review_chapter(ctx: &NodeCtx<'_>, input: ReviewRequest) -> Result<R
 pub fn review_plan() -> CallPlan {
     CallPlan::new([PlannedCall::plain(REVIEW_MAX_TOKENS)])
 }
-
 
 // The pack: its name, version and nodes. `pack!` checks the name and version at compile time and
 // yields `pack()`, which `pack.json`, the estimate and the command line are built from.

@@ -5,8 +5,12 @@ use crate::ast::{Node, NodeArgs, NodeFn, PackArgs};
 use crate::errors::Errors;
 use proc_macro2::{Ident, Span};
 
-/// The namespaces an OpenWOP type id or pack name starts with.
+/// The namespaces an OpenWOP pack name starts with.
 pub(crate) const NAMESPACES: &[&str] = &["core", "vendor", "community", "private"];
+/// The namespaces a node type id starts with: a pack's, or `conformance` for the fixtures the
+/// conformance suite runs (`conformance.callai.echo-attempts`).
+pub(crate) const TYPE_ID_NAMESPACES: &[&str] =
+    &["core", "vendor", "community", "private", "conformance"];
 
 fn segment_ok(s: &str) -> bool {
     let mut bytes = s.bytes();
@@ -15,14 +19,14 @@ fn segment_ok(s: &str) -> bool {
 }
 
 /// Why `id` breaks the grammar of dotted names with at least `min` segments, if it does.
-fn dotted_problem(id: &str, min: usize, shape: &str) -> Option<String> {
+fn dotted_problem(id: &str, min: usize, shape: &str, allowed: &[&str]) -> Option<String> {
     let segments: Vec<&str> = id.split('.').collect();
-    let namespaces = NAMESPACES
+    let namespaces = allowed
         .iter()
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    if !NAMESPACES.contains(&segments[0]) {
+    if !allowed.contains(&segments[0]) {
         return Some(format!(
             "the first segment must be one of {namespaces}, got `{}`",
             segments[0]
@@ -42,12 +46,12 @@ fn dotted_problem(id: &str, min: usize, shape: &str) -> Option<String> {
 
 /// Why `id` is not an OpenWOP node type id, if it is not.
 pub(crate) fn type_id_problem(id: &str) -> Option<String> {
-    dotted_problem(id, 3, "namespace.pack.node")
+    dotted_problem(id, 3, "namespace.pack.node", TYPE_ID_NAMESPACES)
 }
 
 /// Why `name` is not an OpenWOP pack name, if it is not.
 pub(crate) fn pack_name_problem(name: &str) -> Option<String> {
-    dotted_problem(name, 2, "namespace.pack")
+    dotted_problem(name, 2, "namespace.pack", NAMESPACES)
 }
 
 fn numeric_ok(s: &str) -> bool {

@@ -18,6 +18,10 @@
 //! The modules follow the design, from the wire inwards: [`wire`], [`policy`], [`caps`], [`ai`],
 //! [`node`], [`budget`], [`host`].
 
+// The macros expand to `::wop_sdk::…` paths; this lets the crate use them itself (the conformance
+// fixture is a `#[wop_node]`).
+extern crate self as wop_sdk;
+
 pub mod ai;
 pub mod budget;
 pub mod caps;

@@ -29,8 +29,11 @@ pub const CATEGORIES: [&str; 6] = [
     "coordination",
     "integration",
 ];
-/// The namespaces a pack name and a type id start with.
+/// The namespaces a pack name starts with.
 pub const NAMESPACES: [&str; 4] = ["core", "vendor", "community", "private"];
+/// The namespaces a node type id starts with: a pack's, or `conformance` for the conformance
+/// suite's fixtures.
+pub const TYPE_ID_NAMESPACES: [&str; 5] = ["core", "vendor", "community", "private", "conformance"];
 
 /// A pack: a name, a version and its nodes.
 pub struct Pack {
@@ -167,21 +170,21 @@ fn segment_ok(s: &str) -> bool {
         && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
 }
 
-fn dotted_ok(s: &str, min: usize) -> bool {
+fn dotted_ok(s: &str, min: usize, namespaces: &[&str]) -> bool {
     let segments: Vec<&str> = s.split('.').collect();
-    NAMESPACES.contains(&segments[0])
+    namespaces.contains(&segments[0])
         && segments.len() >= min
         && segments.iter().all(|s| segment_ok(s))
 }
 
 /// Whether `name` is a pack name: a namespace then at least one more lowercase dotted segment.
 pub fn is_pack_name(name: &str) -> bool {
-    dotted_ok(name, 2)
+    dotted_ok(name, 2, &NAMESPACES)
 }
 
 /// Whether `id` is a node type id: a namespace then at least two more lowercase dotted segments.
 pub fn is_type_id(id: &str) -> bool {
-    dotted_ok(id, 3)
+    dotted_ok(id, 3, &TYPE_ID_NAMESPACES)
 }
 
 fn numeric_ok(s: &str) -> bool {

@@ -5,19 +5,16 @@
 //! the `provider.usage` events say. The host's conformance mock serves the input's `script`
 //! (the local host's [`crate::local::ScriptedProvider`] takes it through `Provider::prepare_run`).
 //!
-//! Written as a hand implementation of [`Node`]; it will become a `#[wop_node]` once the macro
-//! lands.
 
 use crate::ai::{AiRequest, Text};
-use crate::host::BoxFuture;
-use crate::node::{Category, Node, NodeCtx, NodeError, NodeSpec, Role};
-use crate::policy::RetryPolicy;
+use crate::node::{NodeCtx, NodeError};
+use crate::wop_node;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The fixture's type id.
-pub const FIXTURE_TYPE_ID: &str = "conformance.callai.echo-attempts";
+pub const FIXTURE_TYPE_ID: &str = <EchoAttempts as crate::node::Node>::SPEC.type_id;
 
 /// The fixture's input.
 #[derive(Clone, Debug, PartialEq, Deserialize, JsonSchema)]
@@ -48,63 +45,42 @@ pub struct EchoOutput {
     pub ok: bool,
 }
 
-/// The fixture node `conformance.callai.echo-attempts`, version 1.0.0.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct EchoAttempts;
-
 const PROMPT: &str = "Reply with a JSON object (conformance fixture: the reply is scripted).";
 
-impl Node for EchoAttempts {
-    type Input = EchoInput;
-    type Output = EchoOutput;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: FIXTURE_TYPE_ID,
-        version: "1.0.0",
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: Some("Echo callAI attempts"),
-        description: Some(
-            "RFC 0248 conformance fixture: makes one ctx.callAI call served by the host's mock \
-             from the input's script, and outputs the result's `attempts`.",
-        ),
-        max_calls: None,
-        retry: RetryPolicy::HOST_DEFAULT,
-        requires: &[],
+/// The fixture node `conformance.callai.echo-attempts`, version 1.0.0 (the generated node type is
+/// [`EchoAttempts`]).
+#[wop_node(
+    type_id = "conformance.callai.echo-attempts",
+    version = "1.0.0",
+    label = "Echo callAI attempts",
+    description = "RFC 0248 conformance fixture: makes one ctx.callAI call served by the host's mock from the input's script, and outputs the result's `attempts`."
+)]
+pub async fn echo_attempts(ctx: &NodeCtx<'_>, input: EchoInput) -> Result<EchoOutput, NodeError> {
+    let proof = ctx.capabilities().attempts();
+    let attempts = if input.schema.unwrap_or(true) {
+        let mut request = AiRequest::<Map<String, Value>>::prompt(PROMPT);
+        if let Some(n) = input.max_tokens {
+            request = request.max_tokens(n);
+        }
+        if let Some(raw) = input.retry {
+            request = request.raw_retry(raw);
+        }
+        let completion = ctx.call_ai(request).await?;
+        proof.and_then(|p| completion.attempts(p))
+    } else {
+        let mut request = AiRequest::<Text>::prompt(PROMPT);
+        if let Some(n) = input.max_tokens {
+            request = request.max_tokens(n);
+        }
+        if let Some(raw) = input.retry {
+            request = request.raw_retry(raw);
+        }
+        let completion = ctx.call_ai(request).await?;
+        proof.and_then(|p| completion.attempts(p))
     };
-
-    fn run<'a, 'run>(
-        &'a self,
-        ctx: &'a NodeCtx<'run>,
-        input: Self::Input,
-    ) -> BoxFuture<'a, Result<Self::Output, NodeError>> {
-        Box::pin(async move {
-            let proof = ctx.capabilities().attempts();
-            let attempts = if input.schema.unwrap_or(true) {
-                let mut request = AiRequest::<Map<String, Value>>::prompt(PROMPT);
-                if let Some(n) = input.max_tokens {
-                    request = request.max_tokens(n);
-                }
-                if let Some(raw) = input.retry {
-                    request = request.raw_retry(raw);
-                }
-                let completion = ctx.call_ai(request).await?;
-                proof.and_then(|p| completion.attempts(p))
-            } else {
-                let mut request = AiRequest::<Text>::prompt(PROMPT);
-                if let Some(n) = input.max_tokens {
-                    request = request.max_tokens(n);
-                }
-                if let Some(raw) = input.retry {
-                    request = request.raw_retry(raw);
-                }
-                let completion = ctx.call_ai(request).await?;
-                proof.and_then(|p| completion.attempts(p))
-            };
-            let attempts = attempts
-                .map(serde_json::to_value)
-                .transpose()
-                .map_err(|e| NodeError::new(format!("`attempts` does not serialize: {e}")))?;
-            Ok(EchoOutput { attempts, ok: true })
-        })
-    }
+    let attempts = attempts
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| NodeError::new(format!("`attempts` does not serialize: {e}")))?;
+    Ok(EchoOutput { attempts, ok: true })
 }
