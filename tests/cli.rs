@@ -350,3 +350,27 @@ fn run_events_and_replay_share_a_sqlite_journal() {
         assert!(stderr(&o).contains("--journal"), "{sub}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn conformance_reports_the_eight_legs() {
+    let o = run(&["conformance"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert_eq!(out.matches("executed-pass").count(), 8, "{out}");
+    assert!(out.contains("0248.retry-malformed-refused"));
+
+    let o = run(&["conformance", "--older-host", "--json"]);
+    assert_eq!(code(&o), 1, "an older host does not pass: {}", stdout(&o));
+    let report: Value = serde_json::from_str(&stdout(&o)).expect("JSON report");
+    let text = report.to_string();
+    assert_eq!(text.matches("\"skipped\"").count(), 8, "{text}");
+
+    let dir = temp("conformance-journal", "");
+    let o = run(&[
+        "conformance",
+        "--journal",
+        dir.join("x.sqlite").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(stderr(&o).contains("--journal"), "{}", stderr(&o));
+}

@@ -7,6 +7,8 @@
 //! PACK run --node TYPE_ID (--input FILE | --input-json JSON) [--script FILE] [--journal PATH] [--json]
 //! PACK events RUN_ID --journal PATH [--json]
 //! PACK replay RUN_ID --journal PATH [--json]
+//! PACK conformance [--journal PATH] [--older-host] [--json]
+//!                                                 the eight RFC 0248 legs against the local host
 //! ```
 //!
 //! Exit codes: 0 success; 1 a run that failed or would not fit its budget; 2 a usage error (bad
@@ -137,6 +139,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the eight RFC 0248 conformance legs against the embedded local host.
+    Conformance {
+        /// Record the legs' runs in this SQLite journal (created when missing); in memory otherwise.
+        #[arg(long, value_name = "PATH")]
+        journal: Option<PathBuf>,
+        /// Advertise neither `callAccounting` flag (every gated leg is then skipped).
+        #[arg(long)]
+        older_host: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Replay a recorded run: every call served from its recorded outcome.
     Replay {
         /// The run.
@@ -218,6 +232,29 @@ async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<
         } => {
             let journal = open_journal(Some(&journal), JournalUse::Read)?;
             events(&journal, &RunId::new(run_id), json, out).await
+        }
+        Command::Conformance {
+            journal,
+            older_host,
+            json,
+        } => {
+            let journal = open_journal(journal.as_deref(), JournalUse::Record)?;
+            let mut builder = LocalHost::builder().journal(journal);
+            if older_host {
+                builder = builder.older_host();
+            }
+            let target = crate::conformance::LocalTarget::new(builder.build());
+            let report = crate::conformance::run_conformance(&target).await;
+            if json {
+                w(print_json(out, &report.to_json()))?;
+            } else {
+                w(writeln!(out, "{report}"))?;
+            }
+            if report.all_passed() {
+                Ok(())
+            } else {
+                Err(CliError::failed("not every RFC 0248 leg passed"))
+            }
         }
         Command::Replay {
             run_id,
