@@ -1,0 +1,77 @@
+//! The README's quick start, compiled and run: a first node and its test.
+
+use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
+use wop_sdk::{AiRequest, NodeCtx, NodeError, RetryReason, wop_node};
+
+/// One scene of a chapter. Doc comments become the response schema's descriptions.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Scene {
+    /// The scene's prose.
+    text: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Brief {
+    premise: String,
+}
+
+#[wop_node(
+    type_id = "community.mybook.draft-scene",
+    version = "1.0.0",
+    max_calls = 6,
+    retry(max_attempts = 2, grow_max_tokens = false)
+)]
+async fn draft_scene(ctx: &NodeCtx<'_>, brief: Brief) -> Result<Scene, NodeError> {
+    let long_enough = |s: &Scene| {
+        if s.text.split_whitespace().count() >= 50 {
+            Ok(())
+        } else {
+            Err(vec!["`text` needs 50 words".into()])
+        }
+    };
+    let request = || {
+        AiRequest::<Scene>::prompt(&brief.premise)
+            .max_tokens(800)
+            .validate(long_enough)
+    };
+    let first = ctx.call_ai(request()).await?; // `?` settles a failure and fails the node
+    if first.is_valid() {
+        return first
+            .into_output()
+            .map_err(|e| NodeError::new(e.to_string()));
+    }
+    // A deliberate retry names the completion it retries, and why: the wire carries
+    // `retryOfAttemptId` and `retryReason`.
+    let again = ctx
+        .call_ai(request().retry_of(&first, RetryReason::InvalidOutput))
+        .await?;
+    again
+        .into_output()
+        .map_err(|e| NodeError::new(e.to_string()))
+}
+
+#[tokio::test]
+async fn drafts_a_scene() {
+    let fifty_words = vec!["word"; 50].join(" ");
+    let provider = ScriptedProvider::new(
+        [
+            Step::text("not json", 5), // the host retries this
+            Step::json(&serde_json::json!({"text": "too short"}), 4), // the node repairs this
+            Step::json(&serde_json::json!({"text": fifty_words}), 60),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let host = LocalHost::builder().provider(provider.clone()).build();
+    let outcome = host
+        .run(&DraftScene, serde_json::json!({"premise": "a lighthouse"}))
+        .await;
+    assert!(outcome.result.is_ok());
+    assert_eq!(provider.request_count(), 3);
+    assert_eq!(outcome.calls[0].requests, Some(2)); // the host retried the schema violation
+    assert_eq!(
+        outcome.calls[1].retry_reason.as_deref(),
+        Some("invalid_output")
+    );
+    assert_eq!(outcome.budget.used, 3); // the node was charged every provider request
+}
