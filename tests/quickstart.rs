@@ -75,3 +75,21 @@ async fn drafts_a_scene() {
     );
     assert_eq!(outcome.budget.used, 3); // the node was charged every provider request
 }
+
+/// The README shows this file's node and test as they are.
+#[test]
+fn the_readme_shows_this_file() {
+    let readme = include_str!("../README.md");
+    let me = include_str!("quickstart.rs");
+    let start = me.find("use wop_sdk::local").expect("the node");
+    let test = me.find("#[tokio::test]").expect("the test");
+    let end = me.find("/// The README shows").expect("this test");
+    assert!(
+        readme.contains(me[start..test].trim_end()),
+        "README's node differs from tests/quickstart.rs"
+    );
+    assert!(
+        readme.contains(me[test..end].trim_end()),
+        "README's test differs from tests/quickstart.rs"
+    );
+}
