@@ -4,11 +4,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::sync::{Arc, Mutex};
-use wop_sdk::host::{BoxFuture, Host};
+use std::sync::Mutex;
+use wop_sdk::host::Host;
 use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::wire::FinishReason;
-use wop_sdk::{AiRequest, Category, Node, NodeCtx, NodeError, NodeSpec, RetryPolicy, Role, Text};
+use wop_sdk::{AiRequest, NodeCtx, NodeError, Text, wop_node};
 
 const PROVIDER_ERROR: &str = "upstream 503: org-7731 quota for key sk-live-PLANTED";
 const CREDENTIAL: &str = "credential-ref-vault://PLANTED/openai";
@@ -28,59 +28,44 @@ struct Out {
     seen: Vec<String>,
 }
 
-/// Holds every public value it gets, renders each with Debug and Display into its output and a
-/// shared log, then propagates the last failure with `?`.
-struct Curious(Arc<Mutex<Vec<String>>>);
+/// What the node rendered: the test reads it after the run.
+static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-impl Node for Curious {
-    type Input = In;
-    type Output = Out;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.test.curious",
-        version: "1.0.0",
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: None,
-        description: None,
-        max_calls: None,
-        retry: RetryPolicy::NO_RETRIES,
-        requires: &[],
-    };
-    fn run<'a, 'run>(
-        &'a self,
-        ctx: &'a NodeCtx<'run>,
-        _input: In,
-    ) -> BoxFuture<'a, Result<Out, NodeError>> {
-        Box::pin(async move {
-            let mut seen = Vec::new();
-            for _ in 0..3 {
-                match ctx.call_ai(AiRequest::<Title>::prompt("x")).await {
-                    Ok(c) => seen.push(format!("{c:?}")),
-                    Err(f) => {
-                        seen.push(format!("{f:?} {f}"));
-                        let e = NodeError::from(f);
-                        seen.push(format!("{e:?} {e}"));
-                    }
-                }
+fn log(line: String) {
+    SEEN.lock().map(|mut l| l.push(line)).ok();
+}
+
+/// Renders every public value it gets with Debug and Display into the log, then propagates the
+/// last failure with `?`.
+#[wop_node(
+    type_id = "community.test.curious",
+    version = "1.0.0",
+    retry(max_attempts = 1)
+)]
+async fn curious(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    for _ in 0..3 {
+        match ctx.call_ai(AiRequest::<Title>::prompt("x")).await {
+            Ok(c) => log(format!("{c:?}")),
+            Err(f) => {
+                log(format!("{f:?} {f}"));
+                let e = NodeError::from(f);
+                log(format!("{e:?} {e}"));
             }
-            let plain = ctx.call_ai(AiRequest::<Text>::prompt("y")).await;
-            if let Err(f) = &plain {
-                seen.push(format!("{f:?} {f}"));
-            }
-            seen.push(format!("{:?} {:?}", ctx.calls(), ctx.budget()));
-            self.0
-                .lock()
-                .map(|mut l| l.extend(seen.iter().cloned()))
-                .ok();
-            let failure = match plain {
-                Err(f) => f,
-                Ok(_) => return Ok(Out { seen }),
-            };
-            let e = NodeError::from(failure);
-            self.0.lock().map(|mut l| l.push(format!("{e:?} {e}"))).ok();
-            Err(e)
-        })
+        }
     }
+    let failure = match ctx.call_ai(AiRequest::<Text>::prompt("y")).await {
+        Err(f) => f,
+        Ok(c) => {
+            return Ok(Out {
+                seen: vec![format!("{:?}", c.output())],
+            });
+        }
+    };
+    log(format!("{failure:?} {failure}"));
+    log(format!("{:?} {:?}", ctx.calls(), ctx.budget()));
+    let e = NodeError::from(failure);
+    log(format!("{e:?} {e}"));
+    Err(e)
 }
 
 #[tokio::test]
@@ -96,10 +81,9 @@ async fn planted_secrets_never_reach_a_pack_visible_surface() {
         .collect(),
     );
     let host = LocalHost::builder().provider(provider).build();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let outcome = host.run(&Curious(Arc::clone(&log)), json!({})).await;
+    let outcome = host.run(&Curious, json!({})).await;
     let events = host.events(&outcome.run_id).await;
-    let mut surfaces: Vec<String> = log.lock().map(|l| l.clone()).unwrap_or_default();
+    let mut surfaces: Vec<String> = SEEN.lock().map(|l| l.clone()).unwrap_or_default();
     surfaces.push(format!("{:?}", outcome.result));
     surfaces.extend(
         events

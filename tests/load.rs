@@ -5,9 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::time::Duration;
-use wop_sdk::host::{BoxFuture, RunId};
+use wop_sdk::host::RunId;
 use wop_sdk::local::{LocalHost, RunOptions, ScriptedProvider, Step};
-use wop_sdk::{AiRequest, Category, Node, NodeCtx, NodeError, NodeSpec, RetryPolicy, Role};
+use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 
 const RUNS: usize = 64;
 const CALLS: u32 = 20;
@@ -25,35 +25,13 @@ struct Out {
     lines: u32,
 }
 
-struct Poem;
-
-impl Node for Poem {
-    type Input = In;
-    type Output = Out;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.test.poem",
-        version: "1.0.0",
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: None,
-        description: None,
-        max_calls: None,
-        retry: RetryPolicy::HOST_DEFAULT,
-        requires: &[],
-    };
-    fn run<'a, 'run>(
-        &'a self,
-        ctx: &'a NodeCtx<'run>,
-        _input: In,
-    ) -> BoxFuture<'a, Result<Out, NodeError>> {
-        Box::pin(async move {
-            for i in 0..CALLS {
-                ctx.call_ai(AiRequest::<Line>::prompt(format!("line {i}")))
-                    .await?;
-            }
-            Ok(Out { lines: CALLS })
-        })
+#[wop_node(type_id = "community.test.poem", version = "1.0.0")]
+async fn poem(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    for i in 0..CALLS {
+        ctx.call_ai(AiRequest::<Line>::prompt(format!("line {i}")))
+            .await?;
     }
+    Ok(Out { lines: CALLS })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -14,7 +14,7 @@ use wop_sdk::local::{
     ScriptedProvider, Step,
 };
 use wop_sdk::wire::{ErrorCode, kind};
-use wop_sdk::{AiRequest, Category, Node, NodeCtx, NodeError, NodeSpec, RetryPolicy, Role};
+use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 
 #[derive(Deserialize, Serialize, JsonSchema)]
 struct Title {
@@ -26,40 +26,18 @@ struct In {
     topic: String,
 }
 
-struct OneCall;
-
-impl Node for OneCall {
-    type Input = In;
-    type Output = Title;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.test.one-call",
-        version: "1.0.0",
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: None,
-        description: None,
-        max_calls: None,
-        retry: RetryPolicy::HOST_DEFAULT,
-        requires: &[],
-    };
-    fn run<'a, 'run>(
-        &'a self,
-        ctx: &'a NodeCtx<'run>,
-        input: In,
-    ) -> BoxFuture<'a, Result<Title, NodeError>> {
-        Box::pin(async move {
-            if let Ok(dir) = std::env::var("WOP_CRASH_DIR")
-                && std::env::var("WOP_CRASH_CHILD").as_deref() == Ok("before-identity")
-            {
-                mark(Path::new(&dir));
-                std::future::pending::<()>().await;
-            }
-            let c = ctx
-                .call_ai(AiRequest::<Title>::prompt(input.topic).beneficiaries(["ana"]))
-                .await?;
-            c.into_output().map_err(|e| NodeError::new(e.to_string()))
-        })
+#[wop_node(type_id = "community.test.one-call", version = "1.0.0")]
+async fn one_call(ctx: &NodeCtx<'_>, input: In) -> Result<Title, NodeError> {
+    if let Ok(dir) = std::env::var("WOP_CRASH_DIR")
+        && std::env::var("WOP_CRASH_CHILD").as_deref() == Ok("before-identity")
+    {
+        mark(Path::new(&dir));
+        std::future::pending::<()>().await;
     }
+    let c = ctx
+        .call_ai(AiRequest::<Title>::prompt(input.topic).beneficiaries(["ana"]))
+        .await?;
+    c.into_output().map_err(|e| NodeError::new(e.to_string()))
 }
 
 fn mark(dir: &Path) {

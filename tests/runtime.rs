@@ -10,8 +10,8 @@ use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::node::execute;
 use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope, RunEvent};
 use wop_sdk::{
-    AiRequest, CallPlan, Capabilities, Category, Estimate, Node, NodeCtx, NodeError, NodeSpec,
-    PlannedCall, RetryPolicy, RetryReason, Role, Text,
+    AiRequest, CallPlan, Capabilities, Estimate, NodeCtx, NodeError, PlannedCall, RetryPolicy,
+    RetryReason, Text, wop_node,
 };
 
 /// A scene.
@@ -33,34 +33,6 @@ struct Out {
     attempts: Option<u32>,
 }
 
-const fn spec(type_id: &'static str, max_calls: Option<u32>) -> NodeSpec {
-    NodeSpec {
-        type_id,
-        version: "1.0.0",
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: None,
-        description: None,
-        max_calls,
-        retry: RetryPolicy::HOST_DEFAULT,
-        requires: &[],
-    }
-}
-
-macro_rules! node {
-    ($name:ident, $spec:expr, |$ctx:ident, $input:ident| $body:block) => {
-        struct $name;
-        impl Node for $name {
-            type Input = In;
-            type Output = Out;
-            const SPEC: NodeSpec = $spec;
-            fn run<'a, 'run>(&'a self, $ctx: &'a NodeCtx<'run>, $input: In) -> BoxFuture<'a, Result<Out, NodeError>> {
-                Box::pin(async move $body)
-            }
-        }
-    };
-}
-
 fn long_enough(s: &Scene) -> Result<(), Vec<String>> {
     if s.text.split_whitespace().count() >= 3 {
         Ok(())
@@ -70,44 +42,41 @@ fn long_enough(s: &Scene) -> Result<(), Vec<String>> {
 }
 
 // Draft, validate closed-world, and repair once with a deliberate retry.
-node!(
-    Draft,
-    spec("community.test.draft", Some(10)),
-    |ctx, input| {
-        let first = ctx
-            .call_ai(
-                AiRequest::<Scene>::prompt(&input.prompt)
-                    .max_tokens(100)
-                    .validate(long_enough),
-            )
-            .await?;
-        let proof = ctx.capabilities().attempts();
-        let (scene, repaired) = match first.output() {
-            Ok(s) => (s.text.clone(), false),
-            Err(invalid) => {
-                let repair = AiRequest::<Scene>::prompt(format!(
-                    "{}\nFix: {}",
-                    input.prompt,
-                    invalid.errors.join("; ")
-                ))
+#[wop_node(type_id = "community.test.draft", version = "1.0.0", max_calls = 10)]
+async fn draft(ctx: &NodeCtx<'_>, input: In) -> Result<Out, NodeError> {
+    let first = ctx
+        .call_ai(
+            AiRequest::<Scene>::prompt(&input.prompt)
                 .max_tokens(100)
-                .validate(long_enough)
-                .retry_of(&first, RetryReason::InvalidOutput);
-                let second = ctx.call_ai(repair).await?;
-                let text = second
-                    .into_output()
-                    .map_err(|e| NodeError::new(e.to_string()))?
-                    .text;
-                (text, true)
-            }
-        };
-        Ok(Out {
-            text: scene,
-            repaired,
-            attempts: proof.and_then(|p| first.attempts(p)).map(|a| a.count),
-        })
-    }
-);
+                .validate(long_enough),
+        )
+        .await?;
+    let proof = ctx.capabilities().attempts();
+    let (scene, repaired) = match first.output() {
+        Ok(s) => (s.text.clone(), false),
+        Err(invalid) => {
+            let repair = AiRequest::<Scene>::prompt(format!(
+                "{}\nFix: {}",
+                input.prompt,
+                invalid.errors.join("; ")
+            ))
+            .max_tokens(100)
+            .validate(long_enough)
+            .retry_of(&first, RetryReason::InvalidOutput);
+            let second = ctx.call_ai(repair).await?;
+            let text = second
+                .into_output()
+                .map_err(|e| NodeError::new(e.to_string()))?
+                .text;
+            (text, true)
+        }
+    };
+    Ok(Out {
+        text: scene,
+        repaired,
+        attempts: proof.and_then(|p| first.attempts(p)).map(|a| a.count),
+    })
+}
 
 fn host(steps: Vec<Step>) -> (LocalHost, ScriptedProvider) {
     let p = ScriptedProvider::new(steps.into_iter().collect());
@@ -181,25 +150,22 @@ async fn a_failure_propagated_with_question_mark_ends_the_node_as_settled() {
 }
 
 // Settles explicitly and goes on.
-node!(
-    Settler,
-    spec("community.test.settle", None),
-    |ctx, _input| {
-        let text = match ctx.call_ai(AiRequest::<Text>::prompt("hi")).await {
-            Ok(c) => c.into_output().map(|t| t.0).unwrap_or_default(),
-            Err(failure) => {
-                assert_eq!(format!("{failure:?}"), "AiFailure(opaque)");
-                ctx.settle_ai_failure(failure).await?;
-                "settled".to_owned()
-            }
-        };
-        Ok(Out {
-            text,
-            repaired: false,
-            attempts: None,
-        })
-    }
-);
+#[wop_node(type_id = "community.test.settle", version = "1.0.0")]
+async fn settler(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    let text = match ctx.call_ai(AiRequest::<Text>::prompt("hi")).await {
+        Ok(c) => c.into_output().map(|t| t.0).unwrap_or_default(),
+        Err(failure) => {
+            assert_eq!(format!("{failure:?}"), "AiFailure(opaque)");
+            ctx.settle_ai_failure(failure).await?;
+            "settled".to_owned()
+        }
+    };
+    Ok(Out {
+        text,
+        repaired: false,
+        attempts: None,
+    })
+}
 
 #[tokio::test]
 async fn a_failure_settled_by_the_node_lets_it_go_on() {
@@ -327,33 +293,30 @@ async fn unadvertised_attempts_are_never_visible() {
 }
 
 // Makes structured calls until the budget refuses one.
-node!(
-    Greedy,
-    spec("community.test.greedy", Some(7)),
-    |ctx, _input| {
-        let mut made = 0u32;
-        loop {
-            let request = AiRequest::<Scene>::prompt("again");
-            let fits = ctx.budget().admits(ctx.worst_case(&request));
-            match ctx.call_ai(request).await {
-                Ok(_) => {
-                    assert!(fits, "a call the budget did not admit must not be made");
-                    made += 1;
-                }
-                Err(f) => {
-                    assert!(!fits, "the budget refused a call that fits");
-                    ctx.settle_ai_failure(f).await?;
-                    break;
-                }
+#[wop_node(type_id = "community.test.greedy", version = "1.0.0", max_calls = 7)]
+async fn greedy(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    let mut made = 0u32;
+    loop {
+        let request = AiRequest::<Scene>::prompt("again");
+        let fits = ctx.budget().admits(ctx.worst_case(&request));
+        match ctx.call_ai(request).await {
+            Ok(_) => {
+                assert!(fits, "a call the budget did not admit must not be made");
+                made += 1;
+            }
+            Err(f) => {
+                assert!(!fits, "the budget refused a call that fits");
+                ctx.settle_ai_failure(f).await?;
+                break;
             }
         }
-        Ok(Out {
-            text: String::new(),
-            repaired: false,
-            attempts: Some(made),
-        })
     }
-);
+    Ok(Out {
+        text: String::new(),
+        repaired: false,
+        attempts: Some(made),
+    })
+}
 
 #[tokio::test]
 async fn the_budget_refuses_the_call_that_could_overrun_and_never_one_that_fits() {
@@ -388,24 +351,21 @@ async fn without_attempts_the_budget_charges_the_worst_case() {
 }
 
 // Requires its retry policy to be honoured.
-node!(
-    Strict,
-    spec("community.test.strict", None),
-    |ctx, _input| {
-        let c = ctx
-            .call_ai(
-                AiRequest::<Scene>::prompt("x")
-                    .retry(RetryPolicy::NO_RETRIES)
-                    .require_retry_policy(),
-            )
-            .await?;
-        Ok(Out {
-            text: c.into_output().map(|s| s.text).unwrap_or_default(),
-            repaired: false,
-            attempts: None,
-        })
-    }
-);
+#[wop_node(type_id = "community.test.strict", version = "1.0.0")]
+async fn strict(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    let c = ctx
+        .call_ai(
+            AiRequest::<Scene>::prompt("x")
+                .retry(RetryPolicy::NO_RETRIES)
+                .require_retry_policy(),
+        )
+        .await?;
+    Ok(Out {
+        text: c.into_output().map(|s| s.text).unwrap_or_default(),
+        repaired: false,
+        attempts: None,
+    })
+}
 
 #[tokio::test]
 async fn a_required_retry_policy_fails_on_an_older_host_before_any_request() {
@@ -422,27 +382,17 @@ async fn a_required_retry_policy_fails_on_an_older_host_before_any_request() {
     assert_eq!(p.request_count(), 0);
 }
 
-struct NeedsAttempts;
-impl Node for NeedsAttempts {
-    type Input = In;
-    type Output = Out;
-    const SPEC: NodeSpec = NodeSpec {
-        requires: &[wop_sdk::Capability::Attempts],
-        ..spec("community.test.needs", None)
-    };
-    fn run<'a, 'run>(
-        &'a self,
-        _ctx: &'a NodeCtx<'run>,
-        _input: In,
-    ) -> BoxFuture<'a, Result<Out, NodeError>> {
-        Box::pin(async {
-            Ok(Out {
-                text: String::new(),
-                repaired: false,
-                attempts: None,
-            })
-        })
-    }
+#[wop_node(
+    type_id = "community.test.needs",
+    version = "1.0.0",
+    requires(attempts)
+)]
+async fn needs_attempts(_ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    Ok(Out {
+        text: String::new(),
+        repaired: false,
+        attempts: None,
+    })
 }
 
 #[tokio::test]
