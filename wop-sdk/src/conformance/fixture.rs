@@ -56,31 +56,33 @@ const PROMPT: &str = "Reply with a JSON object (conformance fixture: the reply i
     description = "RFC 0248 conformance fixture: makes one ctx.callAI call served by the host's mock from the input's script, and outputs the result's `attempts`."
 )]
 pub async fn echo_attempts(ctx: &NodeCtx<'_>, input: EchoInput) -> Result<EchoOutput, NodeError> {
-    let proof = ctx.capabilities().attempts();
     let attempts = if input.schema.unwrap_or(true) {
-        let mut request = AiRequest::<Map<String, Value>>::prompt(PROMPT);
-        if let Some(n) = input.max_tokens {
-            request = request.max_tokens(n);
-        }
-        if let Some(raw) = input.retry {
-            request = request.raw_retry(raw);
-        }
-        let completion = ctx.call_ai(request).await?;
-        proof.and_then(|p| completion.attempts(p))
+        call::<Map<String, Value>>(ctx, &input).await?
     } else {
-        let mut request = AiRequest::<Text>::prompt(PROMPT);
-        if let Some(n) = input.max_tokens {
-            request = request.max_tokens(n);
-        }
-        if let Some(raw) = input.retry {
-            request = request.raw_retry(raw);
-        }
-        let completion = ctx.call_ai(request).await?;
-        proof.and_then(|p| completion.attempts(p))
+        call::<Text>(ctx, &input).await?
     };
     let attempts = attempts
         .map(serde_json::to_value)
         .transpose()
         .map_err(|e| NodeError::new(format!("`attempts` does not serialize: {e}")))?;
     Ok(EchoOutput { attempts, ok: true })
+}
+
+/// The fixture's one call, structured or plain, and the `attempts` its result carries.
+async fn call<T: crate::ai::Output>(
+    ctx: &NodeCtx<'_>,
+    input: &EchoInput,
+) -> Result<Option<crate::wire::Attempts>, NodeError> {
+    let mut request = AiRequest::<T>::prompt(PROMPT);
+    if let Some(n) = input.max_tokens {
+        request = request.max_tokens(n);
+    }
+    if let Some(raw) = &input.retry {
+        request = request.raw_retry(raw.clone());
+    }
+    let completion = ctx.call_ai(request).await?;
+    Ok(ctx
+        .capabilities()
+        .attempts()
+        .and_then(|p| completion.attempts(p)))
 }
