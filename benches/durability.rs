@@ -1,0 +1,137 @@
+//! Durability against the disk's limit: in one run, on one file system (the same temp dir), the
+//! raw rate of fsynced appends, and the SQLite journal's calls per second with one caller and with
+//! 32 concurrent callers, with the commits each call cost.
+//!
+//! `cargo bench --bench durability` (see BENCHMARKS.md). `WOP_BENCH_SECS` sets each
+//! measurement's length (default 3). Prints figures; asserts nothing about time.
+
+mod common;
+
+use common::{Caller, Instant};
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant as Clock};
+use wop_sdk::journal::SqliteJournal;
+use wop_sdk::local::LocalHost;
+
+/// Calls per run: the run's own writes (its record, `node.started`, `node.completed`) are shared
+/// by this many calls.
+const CALLS_PER_RUN: u32 = 20;
+const CALLERS: usize = 32;
+
+fn secs() -> Duration {
+    let s = std::env::var("WOP_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(3.0);
+    Duration::from_secs_f64(s)
+}
+
+/// Appends of 256 bytes, each followed by `sync_data`: fsyncs per second.
+fn fsync_rate(dir: &std::path::Path, d: Duration) -> f64 {
+    let path = dir.join("raw.log");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .expect("raw file");
+    let line = [b'x'; 256];
+    let start = Clock::now();
+    let mut n = 0u64;
+    while start.elapsed() < d {
+        f.write_all(&line).expect("write");
+        f.sync_data().expect("fsync");
+        n += 1;
+    }
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    rate
+}
+
+struct Figure {
+    calls_per_sec: f64,
+    commits_per_call: f64,
+}
+
+/// `callers` tasks, each running runs of `CALLS_PER_RUN` calls until the time is up.
+fn journal_rate(dir: &std::path::Path, name: &str, callers: usize, d: Duration) -> Figure {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let journal = Arc::new(SqliteJournal::open(dir.join(format!("{name}.sqlite"))).expect("open"));
+    let host = LocalHost::builder()
+        .provider(Instant::default())
+        .journal(journal.clone())
+        .max_concurrent_generations(callers.max(8))
+        .build();
+    let calls = Arc::new(AtomicU64::new(0));
+    let node = Caller {
+        calls: CALLS_PER_RUN,
+        plain: false,
+    };
+    let (elapsed, commits) = rt.block_on(async {
+        let before = journal.commits();
+        let start = Clock::now();
+        let tasks: Vec<_> = (0..callers)
+            .map(|_| {
+                let (host, calls) = (host.clone(), Arc::clone(&calls));
+                tokio::spawn(async move {
+                    while start.elapsed() < d {
+                        let out = host.run(&node, common::input()).await;
+                        assert!(out.result.is_ok(), "{:?}", out.result);
+                        calls.fetch_add(u64::from(CALLS_PER_RUN), Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("caller");
+        }
+        (start.elapsed(), journal.commits() - before)
+    });
+    let calls = calls.load(Ordering::Relaxed) as f64;
+    drop(host);
+    drop(journal);
+    Figure {
+        calls_per_sec: calls / elapsed.as_secs_f64(),
+        commits_per_call: commits as f64 / calls,
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run briefly then.
+    let d = if std::env::args().any(|a| a == "--bench") {
+        secs()
+    } else {
+        Duration::from_millis(200)
+    };
+    let dir = common::temp_dir("durability");
+    // Interleaved, so that a neighbour's load falls on every figure alike.
+    let f1 = fsync_rate(&dir, d);
+    let one = journal_rate(&dir, "one", 1, d);
+    let many = journal_rate(&dir, "many", CALLERS, d);
+    let f2 = fsync_rate(&dir, d);
+    let fsync = (f1 + f2) / 2.0;
+    let bound = fsync / one.commits_per_call;
+    println!("durability (same file system: {})", dir.display());
+    println!("  raw fsynced appends      {fsync:>9.0} /s   (runs: {f1:.0}, {f2:.0})");
+    println!(
+        "  journal, 1 caller        {:>9.0} calls/s, {:.2} commits/call",
+        one.calls_per_sec, one.commits_per_call
+    );
+    println!(
+        "    bound (fsync / commits per call) {bound:.0} calls/s; achieved {:.0}% of it",
+        100.0 * one.calls_per_sec / bound
+    );
+    println!(
+        "  journal, {CALLERS} callers      {:>9.0} calls/s, {:.2} commits/call; {:.1}x one caller",
+        many.calls_per_sec,
+        many.commits_per_call,
+        many.calls_per_sec / one.calls_per_sec
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
