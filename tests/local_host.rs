@@ -517,3 +517,22 @@ async fn events_carry_sequence_numbers_in_order() {
     let seqs: Vec<u64> = ev.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=ev.len() as u64).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn a_failure_is_settled_only_in_its_own_run() {
+    let (host, _) = host_with(vec![Step::Error("boom".into())], |b| b);
+    let f = host
+        .call_ai(&key("mine", 0), &json!({"prompt": "t"}))
+        .await
+        .expect_err("fails");
+    let refused = host
+        .settle_ai_failure(&RunId::new("theirs"), f.token)
+        .await
+        .expect_err("another run");
+    assert_eq!(refused.error, ErrorCode::ValidationError);
+    assert!(!host.diagnostics()[0].settled);
+    host.settle_ai_failure(&RunId::new("mine"), f.token)
+        .await
+        .expect("its own run");
+    assert!(host.diagnostics()[0].settled);
+}

@@ -95,6 +95,10 @@ pub struct AiRequest<T> {
     pub(crate) policy: Option<RetryPolicy>,
     pub(crate) require_retry_policy: bool,
     pub(crate) validator: Option<Validator<T>>,
+    /// A `retry` value sent to the host as is, unvalidated: only for the conformance fixture,
+    /// which tests the host's own refusal of a malformed policy (RFC 0248 §B.5). Crate-private
+    /// so packs cannot send what the typed [`RetryPolicy`] refuses.
+    pub(crate) raw_retry: Option<Value>,
     _out: PhantomData<fn() -> T>,
 }
 
@@ -127,6 +131,7 @@ impl<T: Output> AiRequest<T> {
             policy: None,
             require_retry_policy: false,
             validator: None,
+            raw_retry: None,
             _out: PhantomData,
         }
     }
@@ -179,6 +184,14 @@ impl<T: Output> AiRequest<T> {
     #[must_use]
     pub fn require_retry_policy(mut self) -> Self {
         self.require_retry_policy = true;
+        self
+    }
+
+    /// Sends `retry` as this raw JSON value, unvalidated, in place of the typed policy
+    /// (conformance fixture only).
+    #[must_use]
+    pub(crate) fn raw_retry(mut self, retry: Value) -> Self {
+        self.raw_retry = Some(retry);
         self
     }
 

@@ -21,6 +21,7 @@
 pub mod ai;
 pub mod budget;
 pub mod caps;
+pub mod conformance;
 pub mod host;
 #[cfg(feature = "local")]
 pub mod journal;
@@ -36,3 +37,69 @@ pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof};
 pub use host::{AttemptKey, Host, RunId};
 pub use node::{Category, DynNode, Node, NodeCtx, NodeError, NodeSpec, Role};
 pub use policy::{RetryPolicy, RetryReason};
+pub mod manifest;
+
+/// Turns an `async fn` into an OpenWOP node.
+///
+/// ```rust,no_run
+/// use wop_sdk::{NodeCtx, NodeError, wop_node};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] pub struct DraftIn { scene: String }
+/// # #[derive(serde::Serialize, schemars::JsonSchema)] pub struct DraftOut { text: String }
+/// #[wop_node(
+///     type_id = "community.bookai.draft-scene",
+///     version = "1.0.0",
+///     category = "chat",          // default `chat`
+///     role = "side-effect",       // default `side-effect`
+///     label = "Draft a scene",
+///     max_calls = 6,              // the node's budget in provider requests
+///     retry(max_attempts = 2, grow_max_tokens = false),
+///     requires(attempts, retry_policy),
+/// )]
+/// pub async fn draft_scene(ctx: &NodeCtx<'_>, input: DraftIn) -> Result<DraftOut, NodeError> {
+///     # let _ = (ctx, input); todo!()
+/// }
+/// // generates `pub struct DraftScene;` implementing `wop_sdk::Node`
+/// ```
+///
+/// Required: `type_id` (OpenWOP grammar: `core|vendor|community|private` then at least two more
+/// lowercase dotted segments) and `version` (semver). `requires(...)` takes `ai_providers`,
+/// `attempts`, `retry_policy`, `provider_usage`, `replay`; `plan = path` names a
+/// `fn(&Input) -> CallPlan` used for estimates. Every literal is checked at compile time.
+pub use wop_sdk_macros::wop_node;
+
+/// A [`RetryPolicy`] checked at compile time: `retry!(max_attempts = 2, grow_max_tokens = false)`,
+/// `retry!(max_attempts = 1)`, `retry!(grow_max_tokens = false)`, or `retry!()` (the host default).
+///
+/// ```rust,no_run
+/// use wop_sdk::{RetryPolicy, retry};
+/// const STRICT: RetryPolicy = retry!(max_attempts = 2, grow_max_tokens = false);
+/// assert_eq!(STRICT.max_attempts(), Some(2));
+/// assert_eq!(retry!(), RetryPolicy::HOST_DEFAULT);
+/// ```
+pub use wop_sdk_macros::retry;
+
+/// Declares a pack: generates `pub fn pack() -> wop_sdk::manifest::Pack`.
+///
+/// ```rust,no_run
+/// # use wop_sdk::{NodeCtx, NodeError, wop_node};
+/// # #[wop_node(type_id = "community.bookai.review", version = "1.0.0")]
+/// # async fn review(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> { Ok(input) }
+/// wop_sdk::pack! { name = "community.bookai", version = "0.1.0", nodes = [Review] }
+/// let manifest = pack().manifest(); // pack.json v2
+/// ```
+pub use wop_sdk_macros::pack;
+
+/// What the macros' expansions use. Not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars::JsonSchema;
+    pub use serde::Serialize;
+    pub use serde::de::DeserializeOwned;
+    pub use std::boxed::Box;
+
+    /// `pack!` names node types; this makes the value and checks, at the user's path, that the
+    /// type is a node.
+    pub fn node<N: crate::Node + Default>() -> N {
+        N::default()
+    }
+}

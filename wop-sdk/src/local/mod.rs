@@ -773,6 +773,19 @@ impl LocalHost {
         input: Value,
         options: RunOptions,
     ) -> NodeOutcome {
+        self.run_on(self.as_host(), node, input, options).await
+    }
+
+    /// Like [`LocalHost::run_with`], but the node reaches its host through `host`: this local
+    /// host prepares the run (journal record, the provider's script) and `host` (an adapter or a
+    /// wrapper around this host, e.g. a test double) answers the node's calls and keeps its events.
+    pub async fn run_on(
+        &self,
+        host: Arc<dyn Host>,
+        node: &dyn DynNode,
+        input: Value,
+        options: RunOptions,
+    ) -> NodeOutcome {
         let run_id = options.run_id.clone().unwrap_or_else(|| self.new_run_id());
         let node_id = options.node_id.clone().unwrap_or_else(|| "main".to_owned());
         let owner = options
@@ -788,7 +801,7 @@ impl LocalHost {
         if let Some(refused) = self.prepare(start, node, &input, options.script).await {
             return refused;
         }
-        execute(self.as_host(), run_id, &node_id, node, input).await
+        execute(host, run_id, &node_id, node, input).await
     }
 
     /// Records the run and readies the provider; the refusal of a run that cannot start.
@@ -877,6 +890,20 @@ impl LocalHost {
         node: &dyn DynNode,
         input: Value,
     ) -> NodeOutcome {
+        self.replay_on(self.as_host(), source, node_id, node, input)
+            .await
+    }
+
+    /// Like [`LocalHost::replay`], but the fork's node reaches its host through `host` (see
+    /// [`LocalHost::run_on`]).
+    pub async fn replay_on(
+        &self,
+        host: Arc<dyn Host>,
+        source: &RunId,
+        node_id: &str,
+        node: &dyn DynNode,
+        input: Value,
+    ) -> NodeOutcome {
         let fork = RunId::new(format!(
             "{source}.replay-{}",
             RUN_COUNTER.fetch_add(1, Ordering::SeqCst)
@@ -898,7 +925,7 @@ impl LocalHost {
         {
             return refused;
         }
-        execute(self.as_host(), fork, node_id, node, input).await
+        execute(host, fork, node_id, node, input).await
     }
 
     /// The billing ledger: every charge, or a run's.

@@ -252,7 +252,13 @@ impl<'run> NodeCtx<'run> {
             node_id: state.node_id.clone(),
             call_index,
         };
-        let answer = state.host.call_ai(&key, &wire.to_json()).await;
+        let mut wire_json = wire.to_json();
+        if let (Some(raw), serde_json::Value::Object(map)) = (request.raw_retry, &mut wire_json) {
+            // The conformance fixture's raw `retry`: sent as is, so the host's own validation is
+            // what gets tested (RFC 0248 §B.5).
+            map.insert("retry".to_owned(), raw);
+        }
+        let answer = state.host.call_ai(&key, &wire_json).await;
         let outcome = answer
             .map_err(|f| (f.public, Some(f.token)))
             .and_then(|value| {

@@ -1,0 +1,285 @@
+//! The RFC 0248 conformance harness, used as a host implementer would: the honest local host
+//! passes all eight legs; hosts that lie in one way each are failed by exactly the leg(s) they
+//! lie to; a host advertising neither `callAccounting` flag has every gated leg skipped.
+
+use serde_json::{Value, json};
+use std::sync::Arc;
+use wop_sdk::conformance::{
+    ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, LEG_IDS, LocalTarget, MAX_ATTEMPTS_CAP,
+    NO_BUDGET_GROWTH, OUTPUT_TOKENS_SUM, RETRY_MALFORMED_REFUSED, Report, STRUCTURED_OUTPUT,
+    USAGE_INCOMPLETE, Verdict, run_conformance,
+};
+use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
+use wop_sdk::journal::{Journal, MemoryJournal, SqliteJournal};
+use wop_sdk::local::{LocalHost, Script, ScriptedProvider};
+use wop_sdk::wire::{CapabilityDocument, ErrorEnvelope, Retry, RunEvent};
+use wop_sdk::{AttemptKey, Host, RunId};
+
+async fn honest_host_passes_all_legs_with(journal: Arc<dyn Journal>) {
+    let host = LocalHost::builder().journal(journal).build();
+    let report = run_conformance(&host).await;
+    println!("{report}");
+    assert!(report.all_passed(), "{report}");
+    assert_eq!(
+        report
+            .legs
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        LEG_IDS.to_vec()
+    );
+    let json = report.to_json();
+    for leg in json["legs"].as_array().expect("legs") {
+        assert_eq!(leg["verdict"], "executed-pass", "{leg}");
+    }
+}
+
+#[tokio::test]
+async fn honest_local_host_passes_all_eight_legs_in_memory() {
+    honest_host_passes_all_legs_with(Arc::new(MemoryJournal::new())).await;
+}
+
+/// The same legs with the durable journal: the replay leg then reads the recorded outcome back
+/// from SQLite.
+#[tokio::test]
+async fn honest_local_host_passes_all_eight_legs_with_sqlite() {
+    let dir = std::env::temp_dir().join(format!(
+        "wop-conformance-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let journal = SqliteJournal::open(dir.join("journal.sqlite")).expect("open the journal");
+    honest_host_passes_all_legs_with(Arc::new(journal)).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_host_advertising_neither_flag_is_skipped_not_passed() {
+    let host = LocalHost::builder().older_host().build();
+    let report = run_conformance(&host).await;
+    assert!(!report.all_passed());
+    for (id, v) in &report.legs {
+        assert!(matches!(v, Verdict::Skipped(_)), "{id}: {v:?}");
+    }
+    assert_eq!(report.legs.len(), 8);
+    assert_eq!(report.ids_with("skipped").len(), 8);
+}
+
+#[tokio::test]
+async fn a_host_that_does_not_retry_blocks_the_count_legs() {
+    let host = LocalHost::builder().max_retry_attempts(1).build();
+    let report = run_conformance(&host).await;
+    assert_eq!(
+        report.ids_with("blocked"),
+        vec![ATTEMPTS_COUNT, OUTPUT_TOKENS_SUM, ATTEMPTS_REPLAYED],
+        "{report}"
+    );
+    assert_eq!(report.ids_with("executed-pass").len(), 5, "{report}");
+}
+
+/// The one way a lying host lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lie {
+    /// `attempts.count` leaves out the failed attempt.
+    CountWithoutFailedAttempt,
+    /// `attempts.outputTokens` counts the final attempt only.
+    TokensOfFinalAttemptOnly,
+    /// `usageComplete: true` even after a `usage: false` reply.
+    UsageAlwaysComplete,
+    /// `structuredOutput` on a call without `responseSchema`.
+    StructuredOutputWithoutSchema,
+    /// A replay fork re-dispatches the provider instead of reusing the recorded outcome.
+    ReplayRedispatches,
+    /// Ignores `maxAttempts`: retries beyond it (and records the extra `provider.usage`).
+    RetriesBeyondMaxAttempts,
+    /// Ignores `growMaxTokens: false`: grows the budget on truncation.
+    GrowsBudgetAnyway,
+    /// Ignores a malformed `retry` instead of refusing it.
+    IgnoresMalformedRetry,
+}
+
+/// A host that wraps the honest local host and alters what it answers in one way.
+struct LyingHost {
+    local: LocalHost,
+    provider: ScriptedProvider,
+    lie: Lie,
+}
+
+fn set_attempts(result: &mut Value, key: &str, value: Value) {
+    if let Some(a) = result.get_mut("attempts").and_then(Value::as_object_mut) {
+        a.insert(key.to_owned(), value);
+    }
+}
+
+impl LyingHost {
+    async fn call(&self, key: &AttemptKey, request: &Value) -> Result<Value, HostFailure> {
+        let mut request = request.clone();
+        let retry = request.get("retry").cloned();
+        match self.lie {
+            Lie::RetriesBeyondMaxAttempts | Lie::GrowsBudgetAnyway | Lie::IgnoresMalformedRetry => {
+                if let (Some(r), Some(map)) = (&retry, request.as_object_mut()) {
+                    let drop_it = match self.lie {
+                        // A well-formed cap only: a malformed one is still refused.
+                        Lie::RetriesBeyondMaxAttempts => {
+                            r.get("maxAttempts").is_some() && Retry::from_json(r).is_ok()
+                        }
+                        Lie::GrowsBudgetAnyway => r.get("growMaxTokens") == Some(&json!(false)),
+                        _ => Retry::from_json(r).is_err(),
+                    };
+                    if drop_it {
+                        map.remove("retry");
+                    }
+                }
+            }
+            Lie::ReplayRedispatches => {
+                let fork = matches!(
+                    self.local.journal().run(&key.run_id).await,
+                    Ok(Some(r)) if r.replay_of.is_some()
+                );
+                if fork {
+                    // Re-dispatch the mock under a fresh identity: the provider now answers
+                    // valid at once, so the count differs from the recorded one.
+                    let fresh = AttemptKey {
+                        run_id: RunId::new(format!("{}-redispatch", key.run_id)),
+                        ..key.clone()
+                    };
+                    let script = Script::from_json(&json!([
+                        {"content": {"answer": "ok"}, "usage": {"outputTokens": 7}}
+                    ]))
+                    .expect("script");
+                    self.provider.set_run_script(&fresh.run_id, script);
+                    return self.local.call_ai(&fresh, &request).await;
+                }
+            }
+            _ => {}
+        }
+        let mut result = self.local.call_ai(key, &request).await?;
+        let structured = request.get("responseSchema").is_some();
+        let attempts = result.get("attempts").cloned().unwrap_or(Value::Null);
+        match self.lie {
+            Lie::CountWithoutFailedAttempt => {
+                if let Some(n) = attempts.get("count").and_then(Value::as_u64) {
+                    set_attempts(&mut result, "count", json!(n.saturating_sub(1).max(1)));
+                }
+            }
+            Lie::TokensOfFinalAttemptOnly => {
+                if let Some(out) = result.pointer("/usage/outputTokens").cloned() {
+                    set_attempts(&mut result, "outputTokens", out);
+                }
+            }
+            Lie::UsageAlwaysComplete => set_attempts(&mut result, "usageComplete", json!(true)),
+            Lie::StructuredOutputWithoutSchema if !structured => {
+                set_attempts(&mut result, "structuredOutput", json!("native"));
+            }
+            _ => {}
+        }
+        Ok(result)
+    }
+}
+
+impl Host for LyingHost {
+    fn capability_document(&self) -> CapabilityDocument {
+        // It advertises everything the honest host does.
+        self.local.capability_document()
+    }
+
+    fn call_ai<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, HostFailure>> {
+        Box::pin(self.call(key, request))
+    }
+
+    fn settle_ai_failure<'a>(
+        &'a self,
+        run: &'a RunId,
+        failure: FailureToken,
+    ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
+        self.local.settle_ai_failure(run, failure)
+    }
+
+    fn record_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        kind: &'a str,
+        payload: Value,
+    ) -> BoxFuture<'a, ()> {
+        self.local.record_event(run, kind, payload)
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
+        self.local.events(run)
+    }
+}
+
+async fn judge_liar(lie: Lie) -> Report {
+    let provider = ScriptedProvider::default();
+    let local = LocalHost::builder().provider(provider.clone()).build();
+    let liar = LyingHost {
+        local: local.clone(),
+        provider,
+        lie,
+    };
+    let target = LocalTarget::through(local, Arc::new(liar));
+    let report = run_conformance(&target as &dyn ConformanceTarget).await;
+    println!("{lie:?}\n{report}");
+    report
+}
+
+async fn assert_failed_exactly_by(lie: Lie, legs: &[&str]) {
+    let report = judge_liar(lie).await;
+    assert_eq!(
+        report.ids_with("executed-fail"),
+        legs.to_vec(),
+        "{lie:?}\n{report}"
+    );
+    assert_eq!(
+        report.ids_with("executed-pass").len(),
+        8 - legs.len(),
+        "{lie:?}\n{report}"
+    );
+}
+
+#[tokio::test]
+async fn lying_count_is_failed_by_attempts_count() {
+    assert_failed_exactly_by(Lie::CountWithoutFailedAttempt, &[ATTEMPTS_COUNT]).await;
+}
+
+#[tokio::test]
+async fn lying_tokens_are_failed_by_output_tokens_sum() {
+    assert_failed_exactly_by(Lie::TokensOfFinalAttemptOnly, &[OUTPUT_TOKENS_SUM]).await;
+}
+
+#[tokio::test]
+async fn lying_usage_complete_is_failed_by_usage_incomplete() {
+    assert_failed_exactly_by(Lie::UsageAlwaysComplete, &[USAGE_INCOMPLETE]).await;
+}
+
+#[tokio::test]
+async fn lying_structured_output_is_failed_by_structured_output() {
+    assert_failed_exactly_by(Lie::StructuredOutputWithoutSchema, &[STRUCTURED_OUTPUT]).await;
+}
+
+#[tokio::test]
+async fn a_redispatching_replay_is_failed_by_attempts_replayed() {
+    assert_failed_exactly_by(Lie::ReplayRedispatches, &[ATTEMPTS_REPLAYED]).await;
+}
+
+#[tokio::test]
+async fn retrying_beyond_max_attempts_is_failed_by_max_attempts_cap() {
+    assert_failed_exactly_by(Lie::RetriesBeyondMaxAttempts, &[MAX_ATTEMPTS_CAP]).await;
+}
+
+#[tokio::test]
+async fn growing_the_budget_anyway_is_failed_by_no_budget_growth() {
+    assert_failed_exactly_by(Lie::GrowsBudgetAnyway, &[NO_BUDGET_GROWTH]).await;
+}
+
+#[tokio::test]
+async fn ignoring_a_malformed_retry_is_failed_by_retry_malformed_refused() {
+    assert_failed_exactly_by(Lie::IgnoresMalformedRetry, &[RETRY_MALFORMED_REFUSED]).await;
+}

@@ -1,0 +1,10 @@
+#![allow(dead_code)]
+use wop_sdk::{AiRequest, NodeCtx, NodeError, Text};
+
+
+async fn count(ctx: &NodeCtx<'_>) -> Result<u32, NodeError> {
+    let completion = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await?;
+    Ok(completion.attempts().map_or(0, |a| a.count))
+}
+
+fn main() {}

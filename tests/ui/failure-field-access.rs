@@ -1,0 +1,13 @@
+#![allow(dead_code)]
+use wop_sdk::{AiRequest, NodeCtx, NodeError, Text};
+
+
+async fn handle(ctx: &NodeCtx<'_>) -> Result<(), NodeError> {
+    if let Err(failure) = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await {
+        let _which = failure.local;
+        ctx.settle_ai_failure(failure).await?;
+    }
+    Ok(())
+}
+
+fn main() {}

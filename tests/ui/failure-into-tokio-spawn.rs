@@ -1,0 +1,14 @@
+#![allow(dead_code)]
+use wop_sdk::{AiRequest, NodeCtx, NodeError, Text};
+
+
+async fn handle(ctx: &NodeCtx<'_>) -> Result<(), NodeError> {
+    if let Err(failure) = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await {
+        tokio::spawn(async move {
+            drop(failure);
+        });
+    }
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use wop_sdk::{NodeCtx, NodeError, wop_node};
+
+#[wop_node(type_id = "acme.echo", version = "one", max_calls = 0, retry(max_attempts = 99), colour = "red")]
+async fn echo(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
+    Ok(input)
+}
+
+fn main() {}

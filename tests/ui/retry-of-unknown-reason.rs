@@ -1,0 +1,12 @@
+#![allow(dead_code)]
+use wop_sdk::{AiRequest, NodeCtx, NodeError, RetryReason, Text};
+
+
+async fn again(ctx: &NodeCtx<'_>) -> Result<(), NodeError> {
+    let first = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await?;
+    let retry = AiRequest::<Text>::prompt("hi").retry_of(&first, RetryReason::Because);
+    let _second = ctx.call_ai(retry).await?;
+    Ok(())
+}
+
+fn main() {}

@@ -1,0 +1,194 @@
+//! Verdicts and the report: an aligned text table ([`std::fmt::Display`]) and JSON
+//! ([`Report::to_json`]).
+
+use serde_json::{Value, json};
+use std::fmt;
+
+/// How one leg ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The leg ran and its judge passed it.
+    ExecutedPass,
+    /// The leg ran and its judge failed it, for this reason.
+    ExecutedFail(String),
+    /// The leg could not be judged (e.g. the count run failed because the host did not retry).
+    Blocked(String),
+    /// The leg is gated out (the host does not advertise what it tests).
+    Skipped(String),
+}
+
+impl Verdict {
+    /// The spelling in reports: `executed-pass`, `executed-fail`, `blocked`, `skipped`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::ExecutedPass => "executed-pass",
+            Self::ExecutedFail(_) => "executed-fail",
+            Self::Blocked(_) => "blocked",
+            Self::Skipped(_) => "skipped",
+        }
+    }
+
+    /// The reason, for every verdict but a pass.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Self::ExecutedPass => None,
+            Self::ExecutedFail(r) | Self::Blocked(r) | Self::Skipped(r) => Some(r),
+        }
+    }
+
+    /// Whether this is `executed-pass`.
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Self::ExecutedPass)
+    }
+
+    /// From a judge's answer.
+    pub fn judged(answer: Result<(), String>) -> Self {
+        match answer {
+            Ok(()) => Self::ExecutedPass,
+            Err(reason) => Self::ExecutedFail(reason),
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The verdict of every leg, in the order they ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// (leg id, verdict).
+    pub legs: Vec<(String, Verdict)>,
+}
+
+impl Report {
+    /// The verdict of leg `id`.
+    pub fn verdict(&self, id: &str) -> Option<&Verdict> {
+        self.legs.iter().find(|(l, _)| l == id).map(|(_, v)| v)
+    }
+
+    /// Whether every leg is `executed-pass` (a skipped or blocked leg is not a pass, and an
+    /// empty report passes nothing).
+    pub fn all_passed(&self) -> bool {
+        !self.legs.is_empty() && self.legs.iter().all(|(_, v)| v.is_pass())
+    }
+
+    /// The ids of the legs with this verdict spelling (`executed-fail`, …).
+    pub fn ids_with(&self, verdict: &str) -> Vec<&str> {
+        self.legs
+            .iter()
+            .filter(|(_, v)| v.as_str() == verdict)
+            .map(|(id, _)| id.as_str())
+            .collect()
+    }
+
+    /// The report as JSON: `{"legs": [{"id", "verdict", "reason"?}], "allPassed"}`.
+    pub fn to_json(&self) -> Value {
+        let legs: Vec<Value> = self
+            .legs
+            .iter()
+            .map(|(id, v)| {
+                let mut leg = json!({"id": id, "verdict": v.as_str()});
+                if let Some(r) = v.reason() {
+                    leg["reason"] = json!(r);
+                }
+                leg
+            })
+            .collect();
+        json!({"legs": legs, "allPassed": self.all_passed()})
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id_w = self
+            .legs
+            .iter()
+            .map(|(id, _)| id.chars().count())
+            .chain(std::iter::once("leg".len()))
+            .max()
+            .unwrap_or(3);
+        let v_w = "executed-pass".len();
+        writeln!(f, "{:<id_w$}  {:<v_w$}  reason", "leg", "verdict")?;
+        writeln!(
+            f,
+            "{}  {}  {}",
+            "-".repeat(id_w),
+            "-".repeat(v_w),
+            "-".repeat(6)
+        )?;
+        for (id, v) in &self.legs {
+            let line = format!(
+                "{id:<id_w$}  {:<v_w$}  {}",
+                v.as_str(),
+                v.reason().unwrap_or("")
+            );
+            writeln!(f, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Report {
+        Report {
+            legs: vec![
+                ("0248.attempts-count".into(), Verdict::ExecutedPass),
+                (
+                    "0248.usage-incomplete".into(),
+                    Verdict::ExecutedFail("lied".into()),
+                ),
+                (
+                    "0248.attempts-replayed".into(),
+                    Verdict::Skipped("no replay".into()),
+                ),
+                ("0248.x".into(), Verdict::Blocked("no retry".into())),
+            ],
+        }
+    }
+
+    #[test]
+    fn json_spells_verdicts_and_reasons() {
+        let j = sample().to_json();
+        assert_eq!(
+            j["legs"][0],
+            json!({"id": "0248.attempts-count", "verdict": "executed-pass"})
+        );
+        assert_eq!(j["legs"][1]["verdict"], "executed-fail");
+        assert_eq!(j["legs"][1]["reason"], "lied");
+        assert_eq!(j["legs"][2]["verdict"], "skipped");
+        assert_eq!(j["legs"][3]["verdict"], "blocked");
+        assert_eq!(j["allPassed"], false);
+    }
+
+    #[test]
+    fn table_is_aligned() {
+        let text = sample().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 6);
+        let col = lines[0].find("verdict").expect("header");
+        for line in &lines[2..] {
+            assert!(line[col..].starts_with(['e', 's', 'b']), "{line}");
+        }
+        assert!(text.contains("executed-fail  lied"));
+    }
+
+    #[test]
+    fn all_passed_needs_every_leg_executed_and_passing() {
+        assert!(!Report::default().all_passed());
+        assert!(!sample().all_passed());
+        let ok = Report {
+            legs: vec![("a".into(), Verdict::ExecutedPass)],
+        };
+        assert!(ok.all_passed());
+        assert_eq!(
+            sample().ids_with("executed-fail"),
+            vec!["0248.usage-incomplete"]
+        );
+    }
+}
