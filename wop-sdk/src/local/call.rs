@@ -9,6 +9,7 @@ use crate::wire::{
     SemanticStatus, StructuredOutputMode, Usage, kind,
 };
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// How a dispatched call ended, ready for the journal's terminal transaction.
 pub(crate) struct Finished {
@@ -50,6 +51,8 @@ pub(crate) struct Call<'a> {
     pub(crate) attempt_id: &'a str,
     pub(crate) owner: &'a str,
     events: Vec<(String, Value)>,
+    /// The response schema's compiled validator, looked up once per call.
+    validator: Option<Arc<jsonschema::Validator>>,
 }
 
 fn fail(code: ErrorCode, message: &str, cause: String) -> (ErrorEnvelope, String, bool) {
@@ -71,7 +74,24 @@ impl<'a> Call<'a> {
             attempt_id,
             owner,
             events: Vec::new(),
+            validator: None,
         }
+    }
+
+    /// Validates a reply against the response schema (none: anything goes).
+    fn validate(&mut self, data: &Value) -> Result<(), String> {
+        let Some(schema) = self.request.response_schema.as_ref() else {
+            return Ok(());
+        };
+        let validator = match &self.validator {
+            Some(v) => Arc::clone(v),
+            None => {
+                let v = self.inner.validator(schema)?;
+                self.validator = Some(Arc::clone(&v));
+                v
+            }
+        };
+        super::check(&validator, data)
     }
 
     fn emit(&mut self, kind: &str, mut payload: Value) {
@@ -268,7 +288,7 @@ impl<'a> Call<'a> {
                     match self.inner.parse_json(text) {
                         Err(e) => Miss::Parse(e),
                         Ok(data) => {
-                            match self.inner.validate(req.response_schema.as_ref(), &data) {
+                            match self.validate(&data) {
                                 Ok(()) => {
                                     let result = CallAiResult {
                                         data: Some(data),
