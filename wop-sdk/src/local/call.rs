@@ -55,6 +55,13 @@ pub(crate) struct Call<'a> {
     validator: Option<Arc<jsonschema::Validator>>,
 }
 
+/// The output budget of a call's first provider request.
+pub(crate) fn first_budget(cfg: &super::LocalConfig, req: &CallAiRequest) -> u32 {
+    req.max_tokens
+        .unwrap_or(cfg.default_max_tokens)
+        .min(cfg.provider_max_tokens)
+}
+
 fn fail(code: ErrorCode, message: &str, cause: String) -> (ErrorEnvelope, String, bool) {
     (ErrorEnvelope::new(code, message), cause, false)
 }
@@ -117,11 +124,7 @@ impl<'a> Call<'a> {
             1
         };
         let grow = retry.grow_max_tokens.unwrap_or(true);
-        let base = req
-            .max_tokens
-            .unwrap_or(cfg.default_max_tokens)
-            .min(cfg.provider_max_tokens);
-        let mut budget = base;
+        let mut budget = first_budget(cfg, req);
         // With the fallback on, the last request the cap allows is kept for it.
         let fallback = structured && cfg.nl_fallback && cap >= 2;
         let normal_limit = if fallback { cap - 1 } else { cap };
@@ -183,12 +186,16 @@ impl<'a> Call<'a> {
                 Ok(p) => p,
                 Err(e) => return self.end_failed(e, &t),
             };
-            if let Err(e) = self
-                .inner
-                .journal
-                .record_request(self.key, attempt, budget)
-                .await
-            {
+            // Request 1 was recorded with the identity (`Journal::begin_first_request`).
+            let recorded = if attempt == 1 {
+                Ok(())
+            } else {
+                self.inner
+                    .journal
+                    .record_request(self.key, attempt, budget)
+                    .await
+            };
+            if let Err(e) = recorded {
                 drop(permit);
                 return self.end_failed(
                     fail(

@@ -492,9 +492,11 @@ impl Inner {
         fp: &Fingerprint,
     ) -> Result<Value, HostFailure> {
         let attempt_id = self.new_attempt_id(key);
+        // The identity and the announcement of the first provider request are made durable in
+        // one write, before anything is dispatched.
         let begin = self
             .journal
-            .begin(key, fp, &attempt_id)
+            .begin_first_request(key, fp, &attempt_id, call::first_budget(&self.config, request))
             .await
             .map_err(|e| {
                 self.failure(
