@@ -28,34 +28,42 @@ fn secs() -> Duration {
     Duration::from_secs_f64(s)
 }
 
-/// Writes of 256 bytes, each followed by `sync_data`: fsyncs per second. `append` grows the file
+/// Writes of `size` bytes, each followed by `sync_data`: fsyncs per second. `append` grows the file
 /// (each fsync also commits the new length); otherwise the writes go round a preallocated 4 MiB
-/// region, as SQLite's WAL does once it has grown (the data alone is flushed).
-fn fsync_rate(dir: &std::path::Path, append: bool, d: Duration) -> f64 {
+/// region, as SQLite's WAL does once it has grown. `full`: `sync_all` (fsync, which also flushes
+/// the changed mtime: what the bundled SQLite calls) rather than `sync_data` (fdatasync).
+fn fsync_rate(dir: &std::path::Path, append: bool, size: usize, full: bool, d: Duration) -> f64 {
     use std::os::unix::fs::FileExt;
     const REGION: u64 = 4 << 20;
     let path = dir.join("raw.log");
     let _ = std::fs::remove_file(&path);
     let mut f = std::fs::OpenOptions::new()
         .create(true)
+        .truncate(true)
         .read(true)
         .write(true)
         .open(&path)
         .expect("raw file");
     if !append {
-        f.write_all(&vec![0u8; REGION as usize]).expect("preallocate");
+        f.write_all(&vec![0u8; REGION as usize])
+            .expect("preallocate");
         f.sync_all().expect("fsync");
     }
-    let line = [b'x'; 256];
+    let line = vec![b'x'; size];
     let start = Clock::now();
     let mut n = 0u64;
     while start.elapsed() < d {
         if append {
             f.write_all(&line).expect("write");
         } else {
-            f.write_all_at(&line, (n * 256) % REGION).expect("write");
+            f.write_all_at(&line, (n * size as u64) % REGION)
+                .expect("write");
         }
-        f.sync_data().expect("fsync");
+        if full {
+            f.sync_all().expect("fsync");
+        } else {
+            f.sync_data().expect("fdatasync");
+        }
         n += 1;
     }
     let rate = n as f64 / start.elapsed().as_secs_f64();
@@ -125,21 +133,33 @@ fn main() {
     };
     let dir = common::temp_dir("durability");
     // Interleaved, so that a neighbour's load falls on every figure alike.
-    let a1 = fsync_rate(&dir, true, d);
-    let o1 = fsync_rate(&dir, false, d);
+    let a1 = fsync_rate(&dir, true, 256, false, d);
+    let o1 = fsync_rate(&dir, false, 256, false, d);
+    let p1 = fsync_rate(&dir, false, 5 * 4096, false, d);
+    let s1 = fsync_rate(&dir, false, 256, true, d);
     let one = journal_rate(&dir, "one", 1, d);
     let many = journal_rate(&dir, "many", CALLERS, d);
-    let o2 = fsync_rate(&dir, false, d);
-    let a2 = fsync_rate(&dir, true, d);
+    let s2 = fsync_rate(&dir, false, 256, true, d);
+    let p2 = fsync_rate(&dir, false, 5 * 4096, false, d);
+    let o2 = fsync_rate(&dir, false, 256, false, d);
+    let a2 = fsync_rate(&dir, true, 256, false, d);
     let append = f64::midpoint(a1, a2);
     // The disk's limit is the faster of the two ways to make a write durable.
     let fsync = f64::midpoint(o1, o2).max(append);
     let bound = fsync / one.commits_per_call;
     println!("durability (same file system: {})", dir.display());
-    println!("  raw fsynced appends      {append:>9.0} /s   (runs: {a1:.0}, {a2:.0})");
+    println!("  raw fsynced 256 B appends    {append:>5.0} /s   (runs: {a1:.0}, {a2:.0})");
     println!(
-        "  raw fsynced overwrites   {:>9.0} /s   (runs: {o1:.0}, {o2:.0})",
+        "  raw fsynced 256 B overwrites {:>5.0} /s   (runs: {o1:.0}, {o2:.0})",
         f64::midpoint(o1, o2)
+    );
+    println!(
+        "  raw fsynced 20 KiB overwrites {:>4.0} /s   (runs: {p1:.0}, {p2:.0}; about the WAL frames of one call's commit)",
+        f64::midpoint(p1, p2)
+    );
+    let full = f64::midpoint(s1, s2);
+    println!(
+        "  raw 256 B overwrites + fsync (sync_all) {full:.0} /s (runs: {s1:.0}, {s2:.0}; what SQLite calls)"
     );
     println!(
         "  journal, 1 caller        {:>9.0} calls/s, {:.2} commits/call",
@@ -148,6 +168,11 @@ fn main() {
     println!(
         "    bound (fastest fsync / commits per call) {bound:.0} calls/s; achieved {:.0}% of it",
         100.0 * one.calls_per_sec / bound
+    );
+    println!(
+        "    bound with fsync (sync_all) {:.0} calls/s; achieved {:.0}% of it",
+        full / one.commits_per_call,
+        100.0 * one.calls_per_sec * one.commits_per_call / full
     );
     println!(
         "  journal, {CALLERS} callers      {:>9.0} calls/s, {:.2} commits/call; {:.1}x one caller",

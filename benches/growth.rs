@@ -15,8 +15,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 use wop_sdk::host::{AttemptKey, RunId};
-use wop_sdk::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
 use wop_sdk::journal::SqliteJournal;
+use wop_sdk::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
 use wop_sdk::local::LocalHost;
 
 const SIZES: [u32; 3] = [1_000, 10_000, 100_000];
@@ -108,16 +108,19 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn cost(bench: bool) {
     let rt = runtime();
     let dir = common::temp_dir("growth");
-    let sizes: Vec<u32> = if bench { SIZES.to_vec() } else { vec![100, 1_000] };
+    let sizes: Vec<u32> = if bench {
+        SIZES.to_vec()
+    } else {
+        vec![100, 1_000]
+    };
     let mut hosts: Vec<(String, u32, LocalHost)> = Vec::new();
     for &size in &sizes {
         let mem: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
         let started = Clock::now();
         rt.block_on(prefill(Arc::clone(&mem), size));
         let mem_fill = started.elapsed();
-        let sql: Arc<dyn Journal> = Arc::new(
-            SqliteJournal::open(dir.join(format!("j{size}.sqlite"))).expect("open"),
-        );
+        let sql: Arc<dyn Journal> =
+            Arc::new(SqliteJournal::open(dir.join(format!("j{size}.sqlite"))).expect("open"));
         let started = Clock::now();
         rt.block_on(prefill(Arc::clone(&sql), size));
         println!(
@@ -202,7 +205,10 @@ fn rss(bench: bool) {
             .expect("child");
         let text = String::from_utf8_lossy(&out.stdout);
         let Some(line) = text.lines().find(|l| l.starts_with("RSS_KIB")) else {
-            println!("  {kind}: the child failed: {}", String::from_utf8_lossy(&out.stderr));
+            println!(
+                "  {kind}: the child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             continue;
         };
         let v: Vec<u64> = line
@@ -223,7 +229,10 @@ fn rss(bench: bool) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--rss-child") {
-        let runs = args.get(i + 2).and_then(|s| s.parse().ok()).unwrap_or(FINISHED_RUNS);
+        let runs = args
+            .get(i + 2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(FINISHED_RUNS);
         rss_child(&args[i + 1], runs);
         return;
     }

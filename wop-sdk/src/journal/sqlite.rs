@@ -832,7 +832,9 @@ impl Journal for SqliteJournal {
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
-        self.submit(true, move |c| begin_in(c, &key, &fingerprint, &attempt_id, None))
+        self.submit(true, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, None)
+        })
     }
 
     fn begin_first_request<'a>(

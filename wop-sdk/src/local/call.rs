@@ -294,18 +294,16 @@ impl<'a> Call<'a> {
                     last_text = text.chars().take(4096).collect();
                     match self.inner.parse_json(text) {
                         Err(e) => Miss::Parse(e),
-                        Ok(data) => {
-                            match self.validate(&data) {
-                                Ok(()) => {
-                                    let result = CallAiResult {
-                                        data: Some(data),
-                                        ..self.result_base(&reply, &t, reply_mode)
-                                    };
-                                    return self.end_completed(&result, &t);
-                                }
-                                Err(errors) => Miss::Schema(errors),
+                        Ok(data) => match self.validate(&data) {
+                            Ok(()) => {
+                                let result = CallAiResult {
+                                    data: Some(data),
+                                    ..self.result_base(&reply, &t, reply_mode)
+                                };
+                                return self.end_completed(&result, &t);
                             }
-                        }
+                            Err(errors) => Miss::Schema(errors),
+                        },
                     }
                 }
             };

@@ -496,7 +496,12 @@ impl Inner {
         // one write, before anything is dispatched.
         let begin = self
             .journal
-            .begin_first_request(key, fp, &attempt_id, call::first_budget(&self.config, request))
+            .begin_first_request(
+                key,
+                fp,
+                &attempt_id,
+                call::first_budget(&self.config, request),
+            )
             .await
             .map_err(|e| {
                 self.failure(
