@@ -72,6 +72,37 @@ fn fsync_rate(dir: &std::path::Path, append: bool, size: usize, full: bool, d: D
     rate
 }
 
+/// SQLite alone, with the journal's pragmas (WAL, `synchronous=FULL`): one small insert per
+/// transaction, in a loop on this thread. Commits per second: SQLite's own share of the cost of a
+/// journal commit, without the writer thread, the host or the runtime.
+fn sqlite_rate(dir: &std::path::Path, d: Duration) -> f64 {
+    let path = dir.join("raw.sqlite");
+    let conn = rusqlite::Connection::open(&path).expect("open");
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+         CREATE TABLE t (run TEXT NOT NULL, n INTEGER NOT NULL, v TEXT NOT NULL, PRIMARY KEY (run, n));",
+    )
+    .expect("schema");
+    let start = Clock::now();
+    let mut n = 0i64;
+    while start.elapsed() < d {
+        conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
+        conn.execute(
+            "INSERT INTO t (run, n, v) VALUES ('run-1', ?1, 'a small outcome row')",
+            [n],
+        )
+        .expect("insert");
+        conn.execute_batch("COMMIT").expect("commit");
+        n += 1;
+    }
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    drop(conn);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("raw.sqlite{suffix}")));
+    }
+    rate
+}
+
 struct Figure {
     calls_per_sec: f64,
     commits_per_call: f64,
@@ -137,8 +168,10 @@ fn main() {
     let o1 = fsync_rate(&dir, false, 256, false, d);
     let p1 = fsync_rate(&dir, false, 5 * 4096, false, d);
     let s1 = fsync_rate(&dir, false, 256, true, d);
+    let q1 = sqlite_rate(&dir, d);
     let one = journal_rate(&dir, "one", 1, d);
     let many = journal_rate(&dir, "many", CALLERS, d);
+    let q2 = sqlite_rate(&dir, d);
     let s2 = fsync_rate(&dir, false, 256, true, d);
     let p2 = fsync_rate(&dir, false, 5 * 4096, false, d);
     let o2 = fsync_rate(&dir, false, 256, false, d);
@@ -161,6 +194,11 @@ fn main() {
     println!(
         "  raw 256 B overwrites + fsync (sync_all) {full:.0} /s (runs: {s1:.0}, {s2:.0}; what SQLite calls)"
     );
+    let sqlite = f64::midpoint(q1, q2);
+    println!(
+        "  SQLite alone, one insert per commit {sqlite:.0} commits/s (runs: {q1:.0}, {q2:.0}; {:.0}% of the fsync rate)",
+        100.0 * sqlite / fsync
+    );
     println!(
         "  journal, 1 caller        {:>9.0} calls/s, {:.2} commits/call",
         one.calls_per_sec, one.commits_per_call
@@ -168,6 +206,11 @@ fn main() {
     println!(
         "    bound (fastest fsync / commits per call) {bound:.0} calls/s; achieved {:.0}% of it",
         100.0 * one.calls_per_sec / bound
+    );
+    println!(
+        "    journal commits/s {:.0} = {:.0}% of SQLite alone",
+        one.calls_per_sec * one.commits_per_call,
+        100.0 * one.calls_per_sec * one.commits_per_call / sqlite
     );
     println!(
         "    bound with fsync (sync_all) {:.0} calls/s; achieved {:.0}% of it",
