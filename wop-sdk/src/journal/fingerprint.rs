@@ -67,7 +67,7 @@ pub fn canonical_json(v: &Value, out: &mut String) {
                 }
             }
         }
-        Value::String(s) => out.push_str(&Value::String(s.clone()).to_string()),
+        Value::String(s) => push_str_json(s, out),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -86,12 +86,20 @@ pub fn canonical_json(v: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
+                push_str_json(k, out);
                 out.push(':');
                 canonical_json(&map[k], out);
             }
             out.push('}');
         }
+    }
+}
+
+/// Writes `s` as a JSON string (serde_json's escaping) without copying it into a `Value` first.
+fn push_str_json(s: &str, out: &mut String) {
+    match serde_json::to_string(s) {
+        Ok(text) => out.push_str(&text),
+        Err(_) => out.push_str("null"),
     }
 }
 

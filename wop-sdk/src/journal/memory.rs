@@ -7,13 +7,17 @@ use super::{
 use crate::host::{AttemptKey, BoxFuture, RunId};
 use crate::wire::RunEvent;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 #[derive(Default)]
 struct State {
     runs: Vec<RunRecord>,
+    /// Position of each run in `runs`: registering and reading a run do not scan.
+    run_index: HashMap<String, usize>,
     calls: HashMap<AttemptKey, Entry>,
+    /// (run, attempt id) of every completed call: the lineage check does not scan.
+    completed: HashSet<(RunId, String)>,
     events: HashMap<RunId, Vec<RunEvent>>,
     charges: BTreeMap<AttemptKey, Charge>,
 }
@@ -62,18 +66,20 @@ fn push_event(state: &mut State, run: &RunId, kind: &str, payload: &Value) -> u6
 impl Journal for MemoryJournal {
     fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
         let mut s = self.lock();
-        if !s.runs.iter().any(|r| r.run_id == run.run_id) {
+        if !s.run_index.contains_key(&run.run_id) {
+            let at = s.runs.len();
+            s.run_index.insert(run.run_id.clone(), at);
             s.runs.push(run.clone());
         }
         ready(Ok(()))
     }
 
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
-        ready(Ok(self
-            .lock()
-            .runs
-            .iter()
-            .find(|r| r.run_id == run.as_str())
+        let s = self.lock();
+        ready(Ok(s
+            .run_index
+            .get(run.as_str())
+            .and_then(|&at| s.runs.get(at))
             .cloned()))
     }
 
@@ -152,6 +158,10 @@ impl Journal for MemoryJournal {
             ))));
         }
         e.outcome = Some(outcome.clone());
+        if matches!(outcome, Outcome::Completed { .. }) {
+            let id = e.attempt_id.clone();
+            s.completed.insert((key.run_id.clone(), id));
+        }
         if let Some(c) = charge {
             s.charges.insert(key.clone(), c.clone());
         }
@@ -173,12 +183,10 @@ impl Journal for MemoryJournal {
         run: &'a RunId,
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
-        let s = self.lock();
-        let found = s.calls.iter().any(|(k, e)| {
-            k.run_id == *run
-                && e.attempt_id == attempt_id
-                && matches!(e.outcome, Some(Outcome::Completed { .. }))
-        });
+        let found = self
+            .lock()
+            .completed
+            .contains(&(run.clone(), attempt_id.to_owned()));
         ready(Ok(found))
     }
 

@@ -180,6 +180,26 @@ pub trait Journal: Send + Sync {
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>>;
 
+    /// [`Journal::begin`] and, when the identity is fresh, [`Journal::record_request`] of request
+    /// 1 with `max_tokens`, made durable together: the identity and the announcement of the first
+    /// request cost one durable write instead of two. The default runs the two in turn; a store
+    /// that can write both in one transaction should.
+    fn begin_first_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        Box::pin(async move {
+            let begin = self.begin(key, fingerprint, attempt_id).await?;
+            if begin == Begin::Fresh {
+                self.record_request(key, 1, max_tokens).await?;
+            }
+            Ok(begin)
+        })
+    }
+
     /// Records that provider request number `n` (from 1) of the call is about to be sent with
     /// `max_tokens`.
     fn record_request<'a>(

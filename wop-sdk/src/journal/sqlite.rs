@@ -234,9 +234,9 @@ impl SqliteJournal {
         &self.path
     }
 
-    /// Transactions committed so far (each batch of writes is one).
-    #[cfg(test)]
-    fn commits(&self) -> u64 {
+    /// Transactions committed so far (each batch of writes is one, with one fsync of the WAL):
+    /// how well writes are grouped under load.
+    pub fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
     }
 
@@ -727,6 +727,69 @@ fn parse_fingerprint(hex: &str) -> Result<Fingerprint, JournalError> {
         .ok_or_else(|| JournalError::Corrupt(format!("a stored fingerprint is not valid: {hex}")))
 }
 
+/// `begin`, in the writer thread; with `first_request`, request 1 is recorded in the same savepoint.
+fn begin_in(
+    c: &Connection,
+    key: &AttemptKey,
+    fingerprint: &Fingerprint,
+    attempt_id: &str,
+    first_request: Option<u32>,
+) -> Result<Begin, JournalError> {
+    let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
+        let (run, node, index) = key_params(key);
+        c.prepare_cached(
+            "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| s.execute(params![run, node, index, attempt_id, fingerprint.to_hex()]))
+        .map_err(sql)?;
+        if let Some(max_tokens) = first_request {
+            record_request_in(c, key, 1, max_tokens)?;
+        }
+        return Ok(Begin::Fresh);
+    };
+    if parse_fingerprint(&hex)? != *fingerprint {
+        return Ok(Begin::Mismatch);
+    }
+    Ok(match outcome {
+        Some(text) => Begin::Recorded {
+            attempt_id: recorded_id,
+            outcome: from_json(&text, "outcome")?,
+        },
+        None => Begin::Unfinished {
+            attempt_id: recorded_id,
+            requests,
+        },
+    })
+}
+
+/// `record_request`, in the writer thread.
+fn record_request_in(
+    c: &Connection,
+    key: &AttemptKey,
+    n: u32,
+    max_tokens: u32,
+) -> Result<(), JournalError> {
+    let (run, node, index) = key_params(key);
+    let changed = c
+        .prepare_cached(
+            "UPDATE calls SET requests = MAX(requests, ?4) \
+             WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+        )
+        .and_then(|mut s| s.execute(params![run, node, index, n]))
+        .map_err(sql)?;
+    if changed == 0 {
+        return Err(no_identity(key));
+    }
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO requests (run_id, node_id, call_index, n, max_tokens) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![run, node, index, n, max_tokens]))
+    .map_err(sql)?;
+    Ok(())
+}
+
 impl Journal for SqliteJournal {
     fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
         let run = run.clone();
@@ -768,35 +831,22 @@ impl Journal for SqliteJournal {
         fingerprint: &'a Fingerprint,
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
-        let key = key.clone();
-        let fingerprint = *fingerprint;
-        let attempt_id = attempt_id.to_owned();
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
         self.submit(true, move |c| {
-            let Some((recorded_id, hex, requests, outcome)) = read_call(c, &key)? else {
-                let (run, node, index) = key_params(&key);
-                c.prepare_cached(
-                    "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint) \
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![run, node, index, attempt_id, fingerprint.to_hex()])
-                })
-                .map_err(sql)?;
-                return Ok(Begin::Fresh);
-            };
-            if parse_fingerprint(&hex)? != fingerprint {
-                return Ok(Begin::Mismatch);
-            }
-            Ok(match outcome {
-                Some(text) => Begin::Recorded {
-                    attempt_id: recorded_id,
-                    outcome: from_json(&text, "outcome")?,
-                },
-                None => Begin::Unfinished {
-                    attempt_id: recorded_id,
-                    requests,
-                },
-            })
+            begin_in(c, &key, &fingerprint, &attempt_id, None)
+        })
+    }
+
+    fn begin_first_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
+        self.submit(true, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))
         })
     }
 
@@ -807,26 +857,7 @@ impl Journal for SqliteJournal {
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let key = key.clone();
-        self.submit(true, move |c| {
-            let (run, node, index) = key_params(&key);
-            let changed = c
-                .prepare_cached(
-                    "UPDATE calls SET requests = MAX(requests, ?4) \
-                     WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
-                )
-                .and_then(|mut s| s.execute(params![run, node, index, n]))
-                .map_err(sql)?;
-            if changed == 0 {
-                return Err(no_identity(&key));
-            }
-            c.prepare_cached(
-                "INSERT OR REPLACE INTO requests (run_id, node_id, call_index, n, max_tokens) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .and_then(|mut s| s.execute(params![run, node, index, n, max_tokens]))
-            .map_err(sql)?;
-            Ok(())
-        })
+        self.submit(true, move |c| record_request_in(c, &key, n, max_tokens))
     }
 
     fn finish<'a>(
@@ -1126,6 +1157,41 @@ mod tests {
         super::super::suite::begin_answers(&j).await;
         super::super::suite::failures_and_lineage(&j).await;
         super::super::suite::runs_and_events(&j).await;
+        drop(j);
+        cleanup(&path);
+    }
+
+    #[tokio::test]
+    async fn the_first_request_is_durable_with_the_identity_in_one_commit() {
+        let path = temp_path("begin-first");
+        let k = key("r1", 0);
+        {
+            let j = SqliteJournal::open(&path).expect("open");
+            let before = j.commits();
+            assert_eq!(
+                j.begin_first_request(&k, &Fingerprint([1; 32]), "a-1", 256)
+                    .await,
+                Ok(Begin::Fresh)
+            );
+            assert_eq!(j.commits() - before, 1, "one durable write");
+            // Re-entry: the identity is found, nothing more is recorded.
+            assert_eq!(
+                j.begin_first_request(&k, &Fingerprint([1; 32]), "a-2", 256)
+                    .await,
+                Ok(Begin::Unfinished {
+                    attempt_id: "a-1".into(),
+                    requests: 1
+                })
+            );
+        }
+        let j = SqliteJournal::open(&path).expect("reopen");
+        assert_eq!(
+            j.begin(&k, &Fingerprint([1; 32]), "a-3").await,
+            Ok(Begin::Unfinished {
+                attempt_id: "a-1".into(),
+                requests: 1
+            })
+        );
         drop(j);
         cleanup(&path);
     }

@@ -9,6 +9,7 @@ use crate::wire::{
     SemanticStatus, StructuredOutputMode, Usage, kind,
 };
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// How a dispatched call ended, ready for the journal's terminal transaction.
 pub(crate) struct Finished {
@@ -50,6 +51,15 @@ pub(crate) struct Call<'a> {
     pub(crate) attempt_id: &'a str,
     pub(crate) owner: &'a str,
     events: Vec<(String, Value)>,
+    /// The response schema's compiled validator, looked up once per call.
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+/// The output budget of a call's first provider request.
+pub(crate) fn first_budget(cfg: &super::LocalConfig, req: &CallAiRequest) -> u32 {
+    req.max_tokens
+        .unwrap_or(cfg.default_max_tokens)
+        .min(cfg.provider_max_tokens)
 }
 
 fn fail(code: ErrorCode, message: &str, cause: String) -> (ErrorEnvelope, String, bool) {
@@ -71,7 +81,24 @@ impl<'a> Call<'a> {
             attempt_id,
             owner,
             events: Vec::new(),
+            validator: None,
         }
+    }
+
+    /// Validates a reply against the response schema (none: anything goes).
+    fn validate(&mut self, data: &Value) -> Result<(), String> {
+        let Some(schema) = self.request.response_schema.as_ref() else {
+            return Ok(());
+        };
+        let validator = match &self.validator {
+            Some(v) => Arc::clone(v),
+            None => {
+                let v = self.inner.validator(schema)?;
+                self.validator = Some(Arc::clone(&v));
+                v
+            }
+        };
+        super::check(&validator, data)
     }
 
     fn emit(&mut self, kind: &str, mut payload: Value) {
@@ -97,11 +124,7 @@ impl<'a> Call<'a> {
             1
         };
         let grow = retry.grow_max_tokens.unwrap_or(true);
-        let base = req
-            .max_tokens
-            .unwrap_or(cfg.default_max_tokens)
-            .min(cfg.provider_max_tokens);
-        let mut budget = base;
+        let mut budget = first_budget(cfg, req);
         // With the fallback on, the last request the cap allows is kept for it.
         let fallback = structured && cfg.nl_fallback && cap >= 2;
         let normal_limit = if fallback { cap - 1 } else { cap };
@@ -163,12 +186,16 @@ impl<'a> Call<'a> {
                 Ok(p) => p,
                 Err(e) => return self.end_failed(e, &t),
             };
-            if let Err(e) = self
-                .inner
-                .journal
-                .record_request(self.key, attempt, budget)
-                .await
-            {
+            // Request 1 was recorded with the identity (`Journal::begin_first_request`).
+            let recorded = if attempt == 1 {
+                Ok(())
+            } else {
+                self.inner
+                    .journal
+                    .record_request(self.key, attempt, budget)
+                    .await
+            };
+            if let Err(e) = recorded {
                 drop(permit);
                 return self.end_failed(
                     fail(
@@ -267,18 +294,16 @@ impl<'a> Call<'a> {
                     last_text = text.chars().take(4096).collect();
                     match self.inner.parse_json(text) {
                         Err(e) => Miss::Parse(e),
-                        Ok(data) => {
-                            match self.inner.validate(req.response_schema.as_ref(), &data) {
-                                Ok(()) => {
-                                    let result = CallAiResult {
-                                        data: Some(data),
-                                        ..self.result_base(&reply, &t, reply_mode)
-                                    };
-                                    return self.end_completed(&result, &t);
-                                }
-                                Err(errors) => Miss::Schema(errors),
+                        Ok(data) => match self.validate(&data) {
+                            Ok(()) => {
+                                let result = CallAiResult {
+                                    data: Some(data),
+                                    ..self.result_base(&reply, &t, reply_mode)
+                                };
+                                return self.end_completed(&result, &t);
                             }
-                        }
+                            Err(errors) => Miss::Schema(errors),
+                        },
                     }
                 }
             };

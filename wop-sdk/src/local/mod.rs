@@ -43,6 +43,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::Hasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -130,6 +131,59 @@ pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 
 type InFlightResult = Option<Result<Value, HostFailure>>;
 
+/// Compiled validators by the structural hash of their schema (see [`Inner::validator`]).
+type ValidatorCache = HashMap<u64, Vec<(Value, Arc<jsonschema::Validator>)>>;
+
+/// Feeds the structure of `v` to `h`: equal values hash alike (object keys in map order).
+fn hash_json(v: &Value, h: &mut impl Hasher) {
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => {
+            h.write_u8(1);
+            h.write_u8(u8::from(*b));
+        }
+        Value::Number(n) => {
+            h.write_u8(2);
+            h.write_u64(n.as_f64().map_or(0, f64::to_bits));
+        }
+        Value::String(s) => {
+            h.write_u8(3);
+            h.write(s.as_bytes());
+            h.write_u8(0xff);
+        }
+        Value::Array(items) => {
+            h.write_u8(4);
+            h.write_usize(items.len());
+            for item in items {
+                hash_json(item, h);
+            }
+        }
+        Value::Object(map) => {
+            h.write_u8(5);
+            h.write_usize(map.len());
+            for (k, item) in map {
+                h.write(k.as_bytes());
+                h.write_u8(0xff);
+                hash_json(item, h);
+            }
+        }
+    }
+}
+
+/// Validates `data` with a compiled validator: up to eight errors, joined.
+pub(crate) fn check(validator: &jsonschema::Validator, data: &Value) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(data)
+        .take(8)
+        .map(|e| format!("at `{}`: {e}", e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
 pub(crate) struct Inner {
     pub(crate) config: LocalConfig,
     pub(crate) provider: Arc<dyn Provider>,
@@ -139,7 +193,7 @@ pub(crate) struct Inner {
     per_run_generations: Mutex<HashMap<RunId, u32>>,
     diagnostics: Mutex<Vec<Diagnostic>>,
     in_flight: Mutex<HashMap<AttemptKey, (Fingerprint, watch::Receiver<InFlightResult>)>>,
-    validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
+    validators: Mutex<ValidatorCache>,
     replay_of: Mutex<HashMap<RunId, RunId>>,
     owners: Mutex<HashMap<RunId, String>>,
     next_id: AtomicU64,
@@ -257,32 +311,35 @@ impl Inner {
         serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))
     }
 
-    /// Validates `data` against the schema with a cached compiled validator.
-    pub(crate) fn validate(&self, schema: Option<&Value>, data: &Value) -> Result<(), String> {
-        let Some(schema) = schema else { return Ok(()) };
-        let key = schema.to_string();
-        let cached = lock(&self.validators).get(&key).cloned();
-        let validator = match cached {
-            Some(v) => v,
-            None => {
-                let v = Arc::new(
-                    jsonschema::validator_for(schema)
-                        .map_err(|e| format!("the response schema is invalid: {e}"))?,
-                );
-                lock(&self.validators).insert(key, Arc::clone(&v));
-                v
-            }
+    /// The compiled validator of `schema`, built once per distinct schema. The cache is keyed by
+    /// a hash of the schema's structure (no serialization, no allocation) and confirmed by
+    /// equality, so a collision only costs a comparison.
+    pub(crate) fn validator(&self, schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        hash_json(schema, &mut h);
+        let key = h.finish();
+        let find = |cache: &ValidatorCache| {
+            cache
+                .get(&key)
+                .and_then(|bucket| bucket.iter().find(|(s, _)| s == schema))
+                .map(|(_, v)| Arc::clone(v))
         };
-        let errors: Vec<String> = validator
-            .iter_errors(data)
-            .take(8)
-            .map(|e| format!("at `{}`: {e}", e.instance_path()))
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors.join("; "))
+        if let Some(v) = find(&lock(&self.validators)) {
+            return Ok(v);
         }
+        let v = Arc::new(
+            jsonschema::validator_for(schema)
+                .map_err(|e| format!("the response schema is invalid: {e}"))?,
+        );
+        let mut cache = lock(&self.validators);
+        if let Some(v) = find(&cache) {
+            return Ok(v);
+        }
+        cache
+            .entry(key)
+            .or_default()
+            .push((schema.clone(), Arc::clone(&v)));
+        Ok(v)
     }
 
     fn new_attempt_id(&self, key: &AttemptKey) -> String {
@@ -435,9 +492,16 @@ impl Inner {
         fp: &Fingerprint,
     ) -> Result<Value, HostFailure> {
         let attempt_id = self.new_attempt_id(key);
+        // The identity and the announcement of the first provider request are made durable in
+        // one write, before anything is dispatched.
         let begin = self
             .journal
-            .begin(key, fp, &attempt_id)
+            .begin_first_request(
+                key,
+                fp,
+                &attempt_id,
+                call::first_budget(&self.config, request),
+            )
             .await
             .map_err(|e| {
                 self.failure(

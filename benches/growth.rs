@@ -1,0 +1,243 @@
+//! Growth: the per-call cost with 1 000, 10 000 and 100 000 attempts already in the journal
+//! (in memory and SQLite, measured interleaved in one run), and the peak RSS of a host holding
+//! 10 000 finished runs (each configuration in a child process of its own, so that one peak does
+//! not hide another).
+//!
+//! `cargo bench --bench growth` (see BENCHMARKS.md). Prints figures; asserts nothing about time.
+//! The SQLite journals are pre-filled through the journal API in large concurrent batches (the
+//! writer thread groups up to 512 commands per transaction): runs of 20 calls, each call begun,
+//! its request recorded, and finished with a charge and one event, as a real call leaves it.
+
+mod common;
+
+use common::{Caller, Instant};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant as Clock};
+use wop_sdk::host::{AttemptKey, RunId};
+use wop_sdk::journal::SqliteJournal;
+use wop_sdk::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
+use wop_sdk::local::LocalHost;
+
+const SIZES: [u32; 3] = [1_000, 10_000, 100_000];
+const PREFILL_CALLS_PER_RUN: u32 = 20;
+const FINISHED_RUNS: u32 = 10_000;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Writes `attempts` finished calls into `journal` through its API, 4 096 commands in flight.
+async fn prefill(journal: Arc<dyn Journal>, attempts: u32) {
+    let runs = attempts.div_ceil(PREFILL_CALLS_PER_RUN);
+    let mut pending = Vec::new();
+    for r in 0..runs {
+        let j = Arc::clone(&journal);
+        pending.push(tokio::spawn(async move {
+            let run = RunId::new(format!("prefill-{r}"));
+            let record = RunRecord {
+                run_id: run.as_str().to_owned(),
+                owner: "bench".into(),
+                replay_of: None,
+                meta: json!({"nodeId": "main", "typeId": "community.bench.caller", "input": {}}),
+            };
+            j.begin_run(&record).await.expect("run");
+            for i in 0..PREFILL_CALLS_PER_RUN {
+                let key = AttemptKey {
+                    run_id: run.clone(),
+                    node_id: "main".into(),
+                    call_index: i,
+                };
+                let mut fp = [0u8; 32];
+                fp[..4].copy_from_slice(&r.to_be_bytes());
+                fp[4..8].copy_from_slice(&i.to_be_bytes());
+                let id = format!("att_{r:08x}{i:04x}");
+                j.begin(&key, &Fingerprint(fp), &id).await.expect("begin");
+                j.record_request(&key, 1, 64).await.expect("request");
+                let outcome = Outcome::Completed {
+                    result: format!(
+                        r#"{{"data":{{"line":"prefill","n":{i}}},"attemptId":"{id}","semanticStatus":"ok"}}"#
+                    ),
+                };
+                let charge = Charge {
+                    beneficiaries: vec!["bench".into()],
+                    generations: 1,
+                    output_tokens: 9,
+                };
+                let events = [(
+                    "provider.usage".to_owned(),
+                    json!({"provider": "mock", "outputTokens": 9, "nodeId": "main"}),
+                )];
+                j.finish(&key, &outcome, Some(&charge), &events)
+                    .await
+                    .expect("finish");
+            }
+        }));
+        if pending.len() >= 4096 / 3 {
+            for t in pending.drain(..) {
+                t.await.expect("prefill");
+            }
+        }
+    }
+    for t in pending {
+        t.await.expect("prefill");
+    }
+}
+
+/// Mean time of one run of one call, over `n` runs in sequence.
+fn per_call(rt: &tokio::runtime::Runtime, host: &LocalHost, n: u32) -> Duration {
+    rt.block_on(async {
+        let start = Clock::now();
+        for _ in 0..n {
+            let out = host.run(&Caller::ONE, common::input()).await;
+            assert!(out.result.is_ok(), "{:?}", out.result);
+        }
+        start.elapsed() / n
+    })
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn cost(bench: bool) {
+    let rt = runtime();
+    let dir = common::temp_dir("growth");
+    let sizes: Vec<u32> = if bench {
+        SIZES.to_vec()
+    } else {
+        vec![100, 1_000]
+    };
+    let mut hosts: Vec<(String, u32, LocalHost)> = Vec::new();
+    for &size in &sizes {
+        let mem: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
+        let started = Clock::now();
+        rt.block_on(prefill(Arc::clone(&mem), size));
+        let mem_fill = started.elapsed();
+        let sql: Arc<dyn Journal> =
+            Arc::new(SqliteJournal::open(dir.join(format!("j{size}.sqlite"))).expect("open"));
+        let started = Clock::now();
+        rt.block_on(prefill(Arc::clone(&sql), size));
+        println!(
+            "  pre-filled {size:>7} attempts: memory in {mem_fill:.2?}, SQLite in {:.2?}",
+            started.elapsed()
+        );
+        for (name, j) in [("memory", mem), ("sqlite", sql)] {
+            let host = LocalHost::builder()
+                .provider(Instant::default())
+                .journal(j)
+                .build();
+            hosts.push((name.to_owned(), size, host));
+        }
+    }
+    // Interleaved rounds; the median of each.
+    let rounds = if bench { 5 } else { 1 };
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); hosts.len()];
+    for _ in 0..rounds {
+        for (i, (name, _, host)) in hosts.iter().enumerate() {
+            let n = if name == "memory" { 2_000 } else { 60 };
+            samples[i].push(per_call(&rt, host, if bench { n } else { 5 }));
+        }
+    }
+    let mut first: std::collections::HashMap<String, Duration> = Default::default();
+    for ((name, size, _), s) in hosts.iter().zip(samples) {
+        let m = median(s);
+        let base = *first.entry(name.clone()).or_insert(m);
+        println!(
+            "  {name:<6} {size:>7} attempts: {m:>10.2?} per call ({:.2}x the smallest)",
+            m.as_secs_f64() / base.as_secs_f64()
+        );
+    }
+    drop(hosts);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// In a child process: the peak RSS before and after `runs` finished runs of one call each.
+fn rss_child(kind: &str, runs: u32) {
+    let rt = runtime();
+    let dir = common::temp_dir(&format!("rss-{kind}"));
+    let journal: Arc<dyn Journal> = match kind {
+        "memory" => Arc::new(MemoryJournal::new()),
+        _ => Arc::new(SqliteJournal::open(dir.join("journal.sqlite")).expect("open")),
+    };
+    let host = LocalHost::builder()
+        .provider(Instant::default())
+        .journal(journal)
+        .max_concurrent_generations(64)
+        .build();
+    // One run first: the code paths and caches warm, so the delta is what the runs hold.
+    rt.block_on(host.run(&Caller::ONE, common::input()));
+    let before = common::peak_rss_kib().unwrap_or(0);
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..16u32)
+            .map(|_| {
+                let host = host.clone();
+                tokio::spawn(async move {
+                    for _ in 0..runs / 16 {
+                        let out = host.run(&Caller::ONE, common::input()).await;
+                        assert!(out.result.is_ok());
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("runner");
+        }
+    });
+    let after = common::peak_rss_kib().unwrap_or(0);
+    println!("RSS_KIB {before} {after}");
+    drop(host);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn rss(bench: bool) {
+    let runs = if bench { FINISHED_RUNS } else { 160 };
+    let exe = std::env::current_exe().expect("exe");
+    for kind in ["memory", "sqlite"] {
+        let out = std::process::Command::new(&exe)
+            .args(["--rss-child", kind, &runs.to_string()])
+            .output()
+            .expect("child");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(line) = text.lines().find(|l| l.starts_with("RSS_KIB")) else {
+            println!(
+                "  {kind}: the child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            continue;
+        };
+        let v: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|s| s.parse().ok())
+            .collect();
+        let (before, after) = (v[0], v[1]);
+        println!(
+            "  {kind:<6} host holding {runs} finished runs: peak RSS {:.1} MiB ({:.1} MiB after one run; {:.0} bytes per run)",
+            after as f64 / 1024.0,
+            before as f64 / 1024.0,
+            (after.saturating_sub(before) * 1024) as f64 / f64::from(runs)
+        );
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--rss-child") {
+        let runs = args
+            .get(i + 2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(FINISHED_RUNS);
+        rss_child(&args[i + 1], runs);
+        return;
+    }
+    let bench = args.iter().any(|a| a == "--bench");
+    println!("growth");
+    cost(bench);
+    rss(bench);
+}
