@@ -1,0 +1,626 @@
+//! The durable journal: one SQLite file (bundled SQLite, WAL, `synchronous=FULL`).
+//!
+//! A dedicated writer thread owns the connection. Every journal call becomes a command sent to it
+//! over a channel and answered through a oneshot. The thread drains every command already queued
+//! and runs them in one transaction (group commit: one fsync for the batch), each inside its own
+//! savepoint so that a failing command fails alone; the answers go out only after the commit, so
+//! [`Journal::begin`] is durable before it returns. When the commit itself fails, every command of
+//! that batch fails with [`JournalError::Io`] and nothing of it is kept.
+//!
+//! Opening inspects an existing file before SQLite may write to it: the header is checked by hand
+//! (magic, page size, declared length against the file length, schema version), then a read-only
+//! connection checks the schema and runs `PRAGMA quick_check`. A damaged, foreign or newer file is
+//! refused with [`JournalError::Corrupt`] or [`JournalError::NewerSchema`] and left as it was.
+
+mod open;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+use crate::host::{AttemptKey, BoxFuture, RunId};
+use crate::journal::{
+    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Outcome, RunRecord,
+    SCHEMA_VERSION,
+};
+use crate::wire::RunEvent;
+use open::{check_tables, file_len, inspect, migrate};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use writer::{Job, Task, writer_loop};
+
+/// How long a statement waits for a lock held by another process before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A journal in one SQLite file.
+pub struct SqliteJournal {
+    path: PathBuf,
+    read_only: bool,
+    tx: Option<mpsc::Sender<Box<dyn Task>>>,
+    writer: Option<JoinHandle<()>>,
+    commits: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for SqliteJournal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteJournal")
+            .field("path", &self.path)
+            .field("read_only", &self.read_only)
+            .field("commits", &self.commits.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Drop for SqliteJournal {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish what is queued, close the connection
+        // (checkpointing the WAL) and stop.
+        drop(self.tx.take());
+        if let Some(handle) = self.writer.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl SqliteJournal {
+    /// Opens the journal at `path`, creating the parent directories and the file when missing and
+    /// migrating an older schema. A damaged or foreign file gives [`JournalError::Corrupt`], a newer
+    /// one [`JournalError::NewerSchema`]; either is left untouched.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, JournalError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                JournalError::Io(format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+        if file_len(&path)?.is_some_and(|len| len > 0) {
+            inspect(&path)?;
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| opening(&path, e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(sql)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(JournalError::Io(format!(
+                "{}: cannot switch to WAL mode (journal_mode is {mode})",
+                path.display()
+            )));
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(sql)?;
+        migrate(&mut conn)?;
+        check_tables(&conn)?;
+        Self::spawn(path, false, conn)
+    }
+
+    /// Opens an existing journal for reading only (`SQLITE_OPEN_READ_ONLY` and `query_only`):
+    /// every write answers [`JournalError::Io`]. The file is never migrated or modified.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, JournalError> {
+        let path = path.as_ref().to_path_buf();
+        if file_len(&path)?.is_none_or(|len| len == 0) {
+            return Err(JournalError::Io(format!(
+                "{}: no journal to open read-only",
+                path.display()
+            )));
+        }
+        let version = inspect(&path)?;
+        if version < SCHEMA_VERSION {
+            return Err(JournalError::Io(format!(
+                "{}: schema version {version} needs a migration, which a read-only open cannot do",
+                path.display()
+            )));
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags).map_err(|e| opening(&path, e))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        conn.execute_batch("PRAGMA query_only = ON;").map_err(sql)?;
+        check_tables(&conn)?;
+        Self::spawn(path, true, conn)
+    }
+
+    fn spawn(path: PathBuf, read_only: bool, conn: Connection) -> Result<Self, JournalError> {
+        let (tx, rx) = mpsc::channel::<Box<dyn Task>>();
+        let commits = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&commits);
+        let writer = std::thread::Builder::new()
+            .name("wop-journal".into())
+            .spawn(move || writer_loop(conn, rx, &counter))
+            .map_err(|e| JournalError::Io(format!("cannot start the journal thread: {e}")))?;
+        Ok(Self {
+            path,
+            read_only,
+            tx: Some(tx),
+            writer: Some(writer),
+            commits,
+        })
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Transactions committed so far (each batch of writes is one, with one fsync of the WAL):
+    /// how well writes are grouped under load.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Sends `work` to the journal thread; the future answers once it ran (and, for a write, once
+    /// its batch is committed).
+    fn submit<T, F>(&self, write: bool, work: F) -> BoxFuture<'static, Result<T, JournalError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(Job {
+            write,
+            work: Some(work),
+            result: None,
+            reply,
+        });
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        Box::pin(async move {
+            if !sent {
+                return Err(stopped());
+            }
+            answer.await.unwrap_or_else(|_| Err(stopped()))
+        })
+    }
+}
+
+fn stopped() -> JournalError {
+    JournalError::Io("the journal thread has stopped".into())
+}
+
+/// A SQLite error as a journal error: damage is [`JournalError::Corrupt`], the rest I/O.
+fn sql(e: rusqlite::Error) -> JournalError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+            JournalError::Corrupt(e.to_string())
+        }
+        _ => JournalError::Io(e.to_string()),
+    }
+}
+
+fn opening(path: &Path, e: rusqlite::Error) -> JournalError {
+    match sql(e) {
+        JournalError::Corrupt(m) => JournalError::Corrupt(format!("{}: {m}", path.display())),
+        JournalError::Io(m) => JournalError::Io(format!("{}: {m}", path.display())),
+        other => other,
+    }
+}
+
+fn key_params(key: &AttemptKey) -> (String, String, u32) {
+    (
+        key.run_id.as_str().to_owned(),
+        key.node_id.clone(),
+        key.call_index,
+    )
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, JournalError> {
+    serde_json::to_string(v).map_err(|e| JournalError::Io(format!("cannot encode: {e}")))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, JournalError> {
+    serde_json::from_str(text)
+        .map_err(|e| JournalError::Corrupt(format!("a stored {what} is not valid: {e}")))
+}
+
+fn no_identity(key: &AttemptKey) -> JournalError {
+    JournalError::Io(format!("no identity recorded for {key}"))
+}
+
+fn to_i64(v: u64) -> Result<i64, JournalError> {
+    i64::try_from(v).map_err(|_| JournalError::Io(format!("{v} is too large to store")))
+}
+
+fn to_u64(v: i64) -> Result<u64, JournalError> {
+    u64::try_from(v).map_err(|_| JournalError::Corrupt(format!("a stored count is negative: {v}")))
+}
+
+fn next_seq(conn: &Connection, run: &str) -> Result<i64, JournalError> {
+    conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1")
+        .and_then(|mut s| s.query_row([run], |r| r.get(0)))
+        .map_err(sql)
+}
+
+fn push_event(
+    conn: &Connection,
+    run: &str,
+    kind: &str,
+    payload: &Value,
+) -> Result<u64, JournalError> {
+    let seq = next_seq(conn, run)?;
+    let payload = to_json(payload)?;
+    conn.prepare_cached("INSERT INTO events (run_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")
+        .and_then(|mut s| s.execute(params![run, seq, kind, payload]))
+        .map_err(sql)?;
+    to_u64(seq)
+}
+
+fn read_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, Option<String>, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+fn to_run(row: (String, String, Option<String>, String)) -> Result<RunRecord, JournalError> {
+    let (run_id, owner, replay_of, meta) = row;
+    Ok(RunRecord {
+        run_id,
+        owner,
+        replay_of,
+        meta: from_json(&meta, "run metadata")?,
+    })
+}
+
+type CallRow = (String, String, u32, Option<String>);
+
+fn read_call(conn: &Connection, key: &AttemptKey) -> Result<Option<CallRow>, JournalError> {
+    let (run, node, index) = key_params(key);
+    conn.prepare_cached(
+        "SELECT attempt_id, fingerprint, requests, outcome FROM calls \
+         WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+    )
+    .and_then(|mut s| {
+        s.query_row(params![run, node, index], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()
+    })
+    .map_err(sql)
+}
+
+fn parse_fingerprint(hex: &str) -> Result<Fingerprint, JournalError> {
+    Fingerprint::from_hex(hex)
+        .ok_or_else(|| JournalError::Corrupt(format!("a stored fingerprint is not valid: {hex}")))
+}
+
+/// `begin`, in the writer thread; with `first_request`, request 1 is recorded in the same savepoint.
+fn begin_in(
+    c: &Connection,
+    key: &AttemptKey,
+    fingerprint: &Fingerprint,
+    attempt_id: &str,
+    first_request: Option<u32>,
+) -> Result<Begin, JournalError> {
+    let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
+        let (run, node, index) = key_params(key);
+        c.prepare_cached(
+            "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| s.execute(params![run, node, index, attempt_id, fingerprint.to_hex()]))
+        .map_err(sql)?;
+        if let Some(max_tokens) = first_request {
+            record_request_in(c, key, 1, max_tokens)?;
+        }
+        return Ok(Begin::Fresh);
+    };
+    if parse_fingerprint(&hex)? != *fingerprint {
+        return Ok(Begin::Mismatch);
+    }
+    Ok(match outcome {
+        Some(text) => Begin::Recorded {
+            attempt_id: recorded_id,
+            outcome: from_json(&text, "outcome")?,
+        },
+        None => Begin::Unfinished {
+            attempt_id: recorded_id,
+            requests,
+        },
+    })
+}
+
+/// `record_request`, in the writer thread.
+fn record_request_in(
+    c: &Connection,
+    key: &AttemptKey,
+    n: u32,
+    max_tokens: u32,
+) -> Result<(), JournalError> {
+    let (run, node, index) = key_params(key);
+    let changed = c
+        .prepare_cached(
+            "UPDATE calls SET requests = MAX(requests, ?4) \
+             WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+        )
+        .and_then(|mut s| s.execute(params![run, node, index, n]))
+        .map_err(sql)?;
+    if changed == 0 {
+        return Err(no_identity(key));
+    }
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO requests (run_id, node_id, call_index, n, max_tokens) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![run, node, index, n, max_tokens]))
+    .map_err(sql)?;
+    Ok(())
+}
+
+impl Journal for SqliteJournal {
+    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
+        let run = run.clone();
+        self.submit(true, move |c| {
+            let meta = to_json(&run.meta)?;
+            c.prepare_cached(
+                "INSERT OR IGNORE INTO runs (run_id, owner, replay_of, meta) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut s| s.execute(params![run.run_id, run.owner, run.replay_of, meta]))
+            .map_err(sql)?;
+            Ok(())
+        })
+    }
+
+    fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
+        let run = run.as_str().to_owned();
+        self.submit(false, move |c| {
+            c.prepare_cached("SELECT run_id, owner, replay_of, meta FROM runs WHERE run_id = ?1")
+                .and_then(|mut s| s.query_row([run], read_run).optional())
+                .map_err(sql)?
+                .map(to_run)
+                .transpose()
+        })
+    }
+
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
+        self.submit(false, |c| {
+            let rows = c
+                .prepare_cached("SELECT run_id, owner, replay_of, meta FROM runs ORDER BY seq")
+                .and_then(|mut s| s.query_map([], read_run)?.collect::<Result<Vec<_>, _>>())
+                .map_err(sql)?;
+            rows.into_iter().map(to_run).collect()
+        })
+    }
+
+    fn begin<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
+        self.submit(true, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, None)
+        })
+    }
+
+    fn begin_first_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
+        self.submit(true, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))
+        })
+    }
+
+    fn record_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        n: u32,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let key = key.clone();
+        self.submit(true, move |c| record_request_in(c, &key, n, max_tokens))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        outcome: &'a Outcome,
+        charge: Option<&'a Charge>,
+        events: &'a [(String, Value)],
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let key = key.clone();
+        let outcome = outcome.clone();
+        let charge = charge.cloned();
+        let events = events.to_vec();
+        self.submit(true, move |c| {
+            match read_call(c, &key)? {
+                None => return Err(no_identity(&key)),
+                Some((_, _, _, Some(_))) => {
+                    return Err(JournalError::Io(format!(
+                        "the outcome of {key} is already recorded"
+                    )));
+                }
+                Some(_) => {}
+            }
+            let (run, node, index) = key_params(&key);
+            let text = to_json(&outcome)?;
+            c.prepare_cached(
+                "UPDATE calls SET outcome = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+            )
+            .and_then(|mut s| s.execute(params![run, node, index, text]))
+            .map_err(sql)?;
+            if let Some(charge) = charge {
+                let beneficiaries = to_json(&charge.beneficiaries)?;
+                let output_tokens = to_i64(charge.output_tokens)?;
+                c.prepare_cached(
+                    "INSERT INTO charges \
+                     (run_id, node_id, call_index, beneficiaries, generations, output_tokens) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        run,
+                        node,
+                        index,
+                        beneficiaries,
+                        charge.generations,
+                        output_tokens
+                    ])
+                })
+                .map_err(sql)?;
+            }
+            for (kind, payload) in &events {
+                push_event(c, &run, kind, payload)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn lookup<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>> {
+        let key = key.clone();
+        self.submit(false, move |c| {
+            let Some((attempt_id, hex, requests, outcome)) = read_call(c, &key)? else {
+                return Ok(None);
+            };
+            Ok(Some(Entry {
+                attempt_id,
+                fingerprint: parse_fingerprint(&hex)?,
+                requests,
+                outcome: outcome
+                    .map(|text| from_json(&text, "outcome"))
+                    .transpose()?,
+            }))
+        })
+    }
+
+    fn completed_attempt<'a>(
+        &'a self,
+        run: &'a RunId,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let run = run.as_str().to_owned();
+        let attempt_id = attempt_id.to_owned();
+        self.submit(false, move |c| {
+            let outcomes = c
+                .prepare_cached(
+                    "SELECT outcome FROM calls WHERE run_id = ?1 AND attempt_id = ?2 \
+                     AND outcome IS NOT NULL",
+                )
+                .and_then(|mut s| {
+                    s.query_map([run, attempt_id], |r| r.get::<_, String>(0))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(sql)?;
+            for text in outcomes {
+                if matches!(
+                    from_json::<Outcome>(&text, "outcome")?,
+                    Outcome::Completed { .. }
+                ) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
+    }
+
+    fn append_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        kind: &'a str,
+        payload: &'a Value,
+    ) -> BoxFuture<'a, Result<u64, JournalError>> {
+        let run = run.as_str().to_owned();
+        let kind = kind.to_owned();
+        let payload = payload.clone();
+        self.submit(true, move |c| push_event(c, &run, &kind, &payload))
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
+        let run = run.as_str().to_owned();
+        self.submit(false, move |c| {
+            let rows = c
+                .prepare_cached(
+                    "SELECT seq, kind, payload FROM events WHERE run_id = ?1 ORDER BY seq",
+                )
+                .and_then(|mut s| {
+                    s.query_map([&run], |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(sql)?;
+            rows.into_iter()
+                .map(|(seq, kind, payload)| {
+                    Ok(RunEvent {
+                        seq: to_u64(seq)?,
+                        run_id: run.clone(),
+                        kind,
+                        payload: from_json(&payload, "event payload")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn charges<'a>(
+        &'a self,
+        run: Option<&'a RunId>,
+    ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
+        let run = run.map(|r| r.as_str().to_owned());
+        self.submit(false, move |c| {
+            let rows = c
+                .prepare_cached(
+                    "SELECT run_id, node_id, call_index, beneficiaries, generations, output_tokens \
+                     FROM charges WHERE ?1 IS NULL OR run_id = ?1 \
+                     ORDER BY run_id, node_id, call_index",
+                )
+                .and_then(|mut s| {
+                    s.query_map([&run], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, u32>(2)?,
+                            r.get::<_, String>(3)?,
+                            r.get::<_, u32>(4)?,
+                            r.get::<_, i64>(5)?,
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(sql)?;
+            rows.into_iter()
+                .map(
+                    |(run_id, node_id, call_index, beneficiaries, generations, output_tokens)| {
+                        Ok(ChargeRow {
+                            run_id,
+                            node_id,
+                            call_index,
+                            charge: Charge {
+                                beneficiaries: from_json(&beneficiaries, "beneficiary list")?,
+                                generations,
+                                output_tokens: to_u64(output_tokens)?,
+                            },
+                        })
+                    },
+                )
+                .collect()
+        })
+    }
+
+    fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
+        self.submit(false, |c| {
+            let n: i64 = c
+                .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get(0))
+                .map_err(sql)?;
+            to_u64(n)
+        })
+    }
+}

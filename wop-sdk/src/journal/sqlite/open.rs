@@ -1,0 +1,315 @@
+//! Opening a journal file: the hand check of the header, the read-only inspection, the schema
+//! and its migrations. Nothing here writes to a file it has not accepted.
+
+use super::{BUSY_TIMEOUT, opening, sql};
+use crate::journal::{JournalError, SCHEMA_VERSION};
+use rusqlite::{Connection, OpenFlags};
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The SQLite file header magic.
+pub(super) const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Schema version 1.
+pub(super) const SCHEMA_V1: &str = "
+CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    replay_of TEXT,
+    meta TEXT NOT NULL
+);
+CREATE TABLE calls (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    attempt_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    requests INTEGER NOT NULL DEFAULT 0,
+    outcome TEXT,
+    PRIMARY KEY (run_id, node_id, call_index)
+);
+CREATE INDEX calls_by_attempt ON calls (run_id, attempt_id);
+CREATE TABLE requests (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    max_tokens INTEGER NOT NULL,
+    PRIMARY KEY (run_id, node_id, call_index, n),
+    FOREIGN KEY (run_id, node_id, call_index) REFERENCES calls (run_id, node_id, call_index)
+);
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE charges (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    beneficiaries TEXT NOT NULL,
+    generations INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    PRIMARY KEY (run_id, node_id, call_index),
+    FOREIGN KEY (run_id, node_id, call_index) REFERENCES calls (run_id, node_id, call_index)
+);
+";
+
+/// The tables and columns this build reads and writes (checked on open).
+pub(super) const TABLES: &[(&str, &[&str])] = &[
+    ("runs", &["seq", "run_id", "owner", "replay_of", "meta"]),
+    (
+        "calls",
+        &[
+            "run_id",
+            "node_id",
+            "call_index",
+            "attempt_id",
+            "fingerprint",
+            "requests",
+            "outcome",
+        ],
+    ),
+    (
+        "requests",
+        &["run_id", "node_id", "call_index", "n", "max_tokens"],
+    ),
+    ("events", &["run_id", "seq", "kind", "payload"]),
+    (
+        "charges",
+        &[
+            "run_id",
+            "node_id",
+            "call_index",
+            "beneficiaries",
+            "generations",
+            "output_tokens",
+        ],
+    ),
+];
+
+pub(super) fn file_len(path: &Path) -> Result<Option<u64>, JournalError> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(Some(m.len())),
+        Ok(_) => Err(JournalError::Io(format!(
+            "{}: not a regular file",
+            path.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(JournalError::Io(format!("{}: {e}", path.display()))),
+    }
+}
+
+pub(super) fn side_file(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = OsString::from(path.as_os_str());
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+pub(super) fn be32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    if let Some(s) = b.get(at..at + 4) {
+        w.copy_from_slice(s);
+    }
+    u32::from_be_bytes(w)
+}
+
+/// Checks an existing, non-empty file without writing to it; returns its schema version.
+pub(super) fn inspect(path: &Path) -> Result<u32, JournalError> {
+    let corrupt = |m: String| JournalError::Corrupt(format!("{}: {m}", path.display()));
+    let len = file_len(path)?.unwrap_or(0);
+    let mut header = Vec::with_capacity(100);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(100).read_to_end(&mut header))
+        .map_err(|e| JournalError::Io(format!("{}: {e}", path.display())))?;
+    if header.len() < 100 || !header.starts_with(MAGIC) {
+        return Err(corrupt(
+            "not an SQLite database (the file header is missing or wrong)".into(),
+        ));
+    }
+    let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+        1 => 65536u64,
+        n if n >= 512 && n.is_power_of_two() => u64::from(n),
+        n => return Err(corrupt(format!("invalid page size {n} in the header"))),
+    };
+    // The main file may lag behind a WAL that was not checkpointed; only a file without one must
+    // hold every page its header declares.
+    let wal_len = file_len(&side_file(path, "-wal"))?.unwrap_or(0);
+    if wal_len == 0 {
+        if len % page_size != 0 {
+            return Err(corrupt(format!(
+                "the file is {len} bytes, not a whole number of {page_size}-byte pages (truncated?)"
+            )));
+        }
+        let declared = u64::from(be32(&header, 28));
+        let valid = be32(&header, 24) == be32(&header, 92);
+        if valid && declared > 0 && declared * page_size > len {
+            return Err(corrupt(format!(
+                "the header declares {declared} pages but the file holds {} (truncated)",
+                len / page_size
+            )));
+        }
+    }
+    let header_version = be32(&header, 60);
+    if header_version > SCHEMA_VERSION {
+        return Err(JournalError::NewerSchema {
+            found: header_version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let conn = inspection_connection(path)?;
+    let version = user_version(&conn).map_err(|e| prefix(path, e))?;
+    if version > SCHEMA_VERSION {
+        return Err(JournalError::NewerSchema {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let check: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .map_err(|e| prefix(path, sql(e)))?;
+    if check != "ok" {
+        return Err(corrupt(format!("integrity check failed: {check}")));
+    }
+    if version == 0 {
+        no_foreign_tables(&conn).map_err(|e| prefix(path, e))?;
+    } else {
+        check_tables(&conn).map_err(|e| prefix(path, e))?;
+    }
+    drop(conn);
+    Ok(version)
+}
+
+/// A read-only connection that creates nothing next to the file. Without a WAL or rollback
+/// journal beside it the file alone is the database, so it is opened `immutable` (no locks, no
+/// `-shm`/`-wal` created, even for a WAL-mode file); otherwise SQLite needs those side files, and
+/// they already exist.
+pub(super) fn inspection_connection(path: &Path) -> Result<Connection, JournalError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let alone = ["-wal", "-shm", "-journal"]
+        .iter()
+        .all(|suffix| !side_file(path, suffix).exists());
+    let conn = match path.to_str().filter(|_| alone) {
+        Some(text) => Connection::open_with_flags(
+            format!("file:{}?immutable=1", uri_path(text)),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        ),
+        None => Connection::open_with_flags(path, flags),
+    }
+    .map_err(|e| opening(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+    Ok(conn)
+}
+
+/// A path as the path part of a `file:` URI.
+pub(super) fn uri_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    if cfg!(windows) && path.as_bytes().get(1) == Some(&b':') {
+        out.push('/');
+    }
+    for b in path.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(char::from(b));
+            }
+            b'\\' if cfg!(windows) => out.push('/'),
+            b':' if cfg!(windows) => out.push(':'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+pub(super) fn prefix(path: &Path, e: JournalError) -> JournalError {
+    match e {
+        JournalError::Corrupt(m) => JournalError::Corrupt(format!("{}: {m}", path.display())),
+        JournalError::Io(m) => JournalError::Io(format!("{}: {m}", path.display())),
+        other => other,
+    }
+}
+
+pub(super) fn user_version(conn: &Connection) -> Result<u32, JournalError> {
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(sql)?;
+    u32::try_from(v).map_err(|_| JournalError::Corrupt(format!("invalid schema version {v}")))
+}
+
+/// A schema-less file may be adopted only when it holds nothing.
+pub(super) fn no_foreign_tables(conn: &Connection) -> Result<(), JournalError> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
+        .map_err(sql)?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(sql)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql)?;
+    if names.is_empty() {
+        Ok(())
+    } else {
+        Err(JournalError::Corrupt(format!(
+            "an SQLite database but not an attempt journal (no schema version; it holds {})",
+            names.join(", ")
+        )))
+    }
+}
+
+/// Every table and column this build uses is present.
+pub(super) fn check_tables(conn: &Connection) -> Result<(), JournalError> {
+    for (table, columns) in TABLES {
+        let stmt = conn
+            .prepare(&format!("SELECT * FROM \"{table}\" LIMIT 0"))
+            .map_err(|e| {
+                JournalError::Corrupt(format!("not an attempt journal: table {table}: {e}"))
+            })?;
+        let have: Vec<&str> = stmt.column_names().collect();
+        if let Some(missing) = columns.iter().find(|c| !have.contains(c)) {
+            return Err(JournalError::Corrupt(format!(
+                "not an attempt journal: table {table} has no column {missing}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], one step per version, in one transaction.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), JournalError> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql)?;
+    let mut version = user_version(&tx)?;
+    if version > SCHEMA_VERSION {
+        return Err(JournalError::NewerSchema {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    while version < SCHEMA_VERSION {
+        migrate_step(&tx, version)?;
+        version += 1;
+        tx.pragma_update(None, "user_version", version)
+            .map_err(sql)?;
+    }
+    tx.commit().map_err(sql)
+}
+
+/// One migration step, from `from` to `from + 1`.
+pub(super) fn migrate_step(conn: &Connection, from: u32) -> Result<(), JournalError> {
+    match from {
+        0 => {
+            no_foreign_tables(conn)?;
+            conn.execute_batch(SCHEMA_V1).map_err(sql)
+        }
+        other => Err(JournalError::Corrupt(format!(
+            "no migration from schema version {other}"
+        ))),
+    }
+}
