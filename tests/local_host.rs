@@ -536,3 +536,45 @@ async fn a_failure_is_settled_only_in_its_own_run() {
         .expect("its own run");
     assert!(host.diagnostics()[0].settled);
 }
+
+#[tokio::test]
+async fn the_run_ceiling_holds_across_node_executions_of_the_run() {
+    use schemars::JsonSchema;
+    use wop_sdk::{AiRequest, NodeCtx, NodeError, Text, wop_node};
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct Nothing {}
+
+    #[wop_node(type_id = "community.test.twice", version = "1.0.0")]
+    async fn twice(ctx: &NodeCtx<'_>, _input: Nothing) -> Result<u32, NodeError> {
+        let topic = std::env::var("WOP_TEST_TOPIC").unwrap_or_default();
+        ctx.call_ai(AiRequest::<Text>::prompt(format!("one {topic}")))
+            .await?;
+        ctx.call_ai(AiRequest::<Text>::prompt("two")).await?;
+        Ok(2)
+    }
+
+    let (host, provider) = host_with((0..6).map(|_| Step::text("x", 1)).collect(), |b| {
+        b.max_generations_per_run(3)
+    });
+    let run = RunId::new("ceiling-redelivered");
+    let options = wop_sdk::local::RunOptions {
+        run_id: Some(run.clone()),
+        ..Default::default()
+    };
+    let first = host.run_with(&Twice, json!({}), options).await;
+    assert_eq!(first.result, Ok(json!(2)));
+    // Another node of the same run: one generation left under the ceiling of 3.
+    let options = wop_sdk::local::RunOptions {
+        run_id: Some(run.clone()),
+        node_id: Some("second".into()),
+        ..Default::default()
+    };
+    let second = host.run_with(&Twice, json!({}), options).await;
+    assert_eq!(
+        second.result.expect_err("the ceiling").error,
+        ErrorCode::BudgetExhausted
+    );
+    assert_eq!(provider.request_count(), 3);
+    assert_eq!(host.active_runs(), 0);
+}

@@ -302,3 +302,50 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
     assert_eq!(provider.request_count(), 2);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source() {
+    let dir = std::env::temp_dir().join(format!("wop-fork-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let provider = ScriptedProvider::new(
+        [Step::json(&json!({"title": "t"}), 9)]
+            .into_iter()
+            .collect(),
+    );
+    let host = LocalHost::builder()
+        .provider(provider.clone())
+        .sqlite_journal(dir.join("journal.sqlite"))
+        .expect("journal")
+        .build();
+    let source = RunId::new("fork-source");
+    let options = RunOptions {
+        run_id: Some(source.clone()),
+        ..RunOptions::default()
+    };
+    let first = host.run_with(&OneCall, input(), options).await;
+    let fork = host.replay(&source, "main", &OneCall, input()).await;
+    assert_eq!(fork.result, first.result);
+    assert_eq!(
+        host.active_runs(),
+        0,
+        "finished runs leave nothing in memory"
+    );
+    drop(host);
+
+    // Another process: the fork's origin comes from the journal, not from memory.
+    let host = LocalHost::builder()
+        .provider(provider.clone())
+        .sqlite_journal(dir.join("journal.sqlite"))
+        .expect("reopen")
+        .build();
+    let again = host
+        .redeliver(&fork.run_id, "main", &OneCall, input())
+        .await;
+    assert_eq!(again.result, first.result);
+    assert_eq!(
+        provider.request_count(),
+        1,
+        "neither the fork nor its redelivery asked the provider"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -131,6 +131,15 @@ pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 
 type InFlightResult = Option<Result<Value, HostFailure>>;
 
+/// What the host keeps about a run while one of its nodes executes; dropped when the last ends, so
+/// a long-lived host does not grow with the runs it has finished.
+struct ActiveRun {
+    owner: String,
+    replay_of: Option<RunId>,
+    generations: u32,
+    nodes: usize,
+}
+
 /// Compiled validators by the structural hash of their schema (see [`Inner::validator`]).
 type ValidatorCache = HashMap<u64, Vec<(Value, Arc<jsonschema::Validator>)>>;
 
@@ -190,12 +199,10 @@ pub(crate) struct Inner {
     pub(crate) journal: Arc<dyn Journal>,
     observer: Option<Observer>,
     generations: Arc<Semaphore>,
-    per_run_generations: Mutex<HashMap<RunId, u32>>,
+    runs: Mutex<HashMap<RunId, ActiveRun>>,
     diagnostics: Mutex<Vec<Diagnostic>>,
     in_flight: Mutex<HashMap<AttemptKey, (Fingerprint, watch::Receiver<InFlightResult>)>>,
     validators: Mutex<ValidatorCache>,
-    replay_of: Mutex<HashMap<RunId, RunId>>,
-    owners: Mutex<HashMap<RunId, String>>,
     next_id: AtomicU64,
     seed: u64,
 }
@@ -216,14 +223,64 @@ impl Inner {
         }
     }
 
+    /// The record of a run used through `Host::call_ai` outside a node execution: it stays until a
+    /// node of that run starts and ends.
+    fn inactive_run(&self) -> ActiveRun {
+        ActiveRun {
+            owner: self.config.default_owner.clone(),
+            replay_of: None,
+            generations: 0,
+            nodes: 0,
+        }
+    }
+
+    /// A node of `run` starts: the run's record is kept while any of its nodes executes. The
+    /// generations already charged to the run count against its ceiling (a redelivery does not
+    /// reset it).
+    async fn activate(&self, run: &RunId, owner: &str, replay_of: Option<RunId>) {
+        let charged = match self.config.max_generations_per_run {
+            Some(_) => self
+                .journal
+                .charges(Some(run))
+                .await
+                .map_or(0, |rows| rows.iter().map(|r| r.charge.generations).sum()),
+            None => 0,
+        };
+        let mut runs = lock(&self.runs);
+        let entry = runs.entry(run.clone()).or_insert_with(|| ActiveRun {
+            owner: owner.to_owned(),
+            replay_of: replay_of.clone(),
+            generations: charged,
+            nodes: 0,
+        });
+        entry.owner = owner.to_owned();
+        entry.replay_of = replay_of;
+        entry.generations = entry.generations.max(charged);
+        entry.nodes += 1;
+    }
+
+    /// A node of `run` ended: the run's record goes when no node of it executes.
+    fn deactivate(&self, run: &RunId) {
+        let mut runs = lock(&self.runs);
+        if let Some(r) = runs.get_mut(run) {
+            r.nodes = r.nodes.saturating_sub(1);
+            if r.nodes == 0 {
+                runs.remove(run);
+            }
+        }
+    }
+
     /// Enforces the ceilings before a provider request.
     pub(crate) async fn admit(
         &self,
         run: &RunId,
     ) -> Result<OwnedSemaphorePermit, (ErrorEnvelope, String, bool)> {
         if let Some(max) = self.config.max_generations_per_run {
-            let mut per_run = lock(&self.per_run_generations);
-            let used = per_run.entry(run.clone()).or_insert(0);
+            let mut runs = lock(&self.runs);
+            let used = &mut runs
+                .entry(run.clone())
+                .or_insert_with(|| self.inactive_run())
+                .generations;
             if *used >= max {
                 return Err((
                     ErrorEnvelope::new(
@@ -409,7 +466,9 @@ impl Inner {
             CallAiRequest::from_json_for_host(raw, self.config.retry_policy).map_err(|e| {
                 self.failure(key, e.to_envelope(), format!("refused request: {e}"), false)
             })?;
-        let source = lock(&self.replay_of).get(&key.run_id).cloned();
+        let source = lock(&self.runs)
+            .get(&key.run_id)
+            .and_then(|r| r.replay_of.clone());
         if let Some(source) = source {
             return self.replay_call(key, &source, &request).await;
         }
@@ -536,10 +595,9 @@ impl Inner {
                 return Err(self.failure(key, public, cause, true));
             }
         }
-        let owner = lock(&self.owners)
+        let owner = lock(&self.runs)
             .get(&key.run_id)
-            .cloned()
-            .unwrap_or_else(|| self.config.default_owner.clone());
+            .map_or_else(|| self.config.default_owner.clone(), |r| r.owner.clone());
         let finished = call::Call::new(self, key, request, &attempt_id, &owner)
             .dispatch()
             .await;
@@ -760,12 +818,10 @@ impl LocalHostBuilder {
                     .journal
                     .unwrap_or_else(|| Arc::new(MemoryJournal::new())),
                 observer: self.observer,
-                per_run_generations: Mutex::default(),
+                runs: Mutex::default(),
                 diagnostics: Mutex::default(),
                 in_flight: Mutex::default(),
                 validators: Mutex::default(),
-                replay_of: Mutex::default(),
-                owners: Mutex::default(),
                 next_id: AtomicU64::new(1),
                 seed,
             }),
@@ -862,10 +918,13 @@ impl LocalHost {
             owner: &owner,
             replay_of: None,
         };
-        if let Some(refused) = self.prepare(start, node, &input, options.script).await {
-            return refused;
-        }
-        execute(host, run_id, &node_id, node, input).await
+        self.inner.activate(&run_id, &owner, None).await;
+        let outcome = match self.prepare(start, node, &input, options.script).await {
+            Some(refused) => refused,
+            None => execute(host, run_id.clone(), &node_id, node, input).await,
+        };
+        self.inner.deactivate(&run_id);
+        outcome
     }
 
     /// Records the run and readies the provider; the refusal of a run that cannot start.
@@ -882,7 +941,6 @@ impl LocalHost {
             owner,
             replay_of,
         } = start;
-        lock(&self.inner.owners).insert(run_id.clone(), owner.to_owned());
         let record = RunRecord {
             run_id: run_id.as_str().to_owned(),
             owner: owner.to_owned(),
@@ -937,12 +995,14 @@ impl LocalHost {
         node: &dyn DynNode,
         input: Value,
     ) -> NodeOutcome {
-        let owner = match self.inner.journal.run(run_id).await {
-            Ok(Some(r)) => r.owner,
-            _ => self.inner.config.default_owner.clone(),
+        let (owner, replay_of) = match self.inner.journal.run(run_id).await {
+            Ok(Some(r)) => (r.owner, r.replay_of.map(RunId::new)),
+            _ => (self.inner.config.default_owner.clone(), None),
         };
-        lock(&self.inner.owners).insert(run_id.clone(), owner);
-        execute(self.as_host(), run_id.clone(), node_id, node, input).await
+        self.inner.activate(run_id, &owner, replay_of).await;
+        let outcome = execute(self.as_host(), run_id.clone(), node_id, node, input).await;
+        self.inner.deactivate(run_id);
+        outcome
     }
 
     /// A replay fork of `source`: a new run whose calls are served from the source's recorded
@@ -979,7 +1039,6 @@ impl LocalHost {
                 break candidate;
             }
         };
-        lock(&self.inner.replay_of).insert(fork.clone(), source.clone());
         let owner = match self.inner.journal.run(source).await {
             Ok(Some(r)) => r.owner,
             _ => self.inner.config.default_owner.clone(),
@@ -990,13 +1049,18 @@ impl LocalHost {
             owner: &owner,
             replay_of: Some(source),
         };
-        if let Some(refused) = self
+        self.inner
+            .activate(&fork, &owner, Some(source.clone()))
+            .await;
+        let outcome = match self
             .prepare(start, node, &input, Some(Script::default()))
             .await
         {
-            return refused;
-        }
-        execute(host, fork, node_id, node, input).await
+            Some(refused) => refused,
+            None => execute(host, fork.clone(), node_id, node, input).await,
+        };
+        self.inner.deactivate(&fork);
+        outcome
     }
 
     /// The billing ledger: every charge, or a run's.
@@ -1018,6 +1082,12 @@ impl LocalHost {
             }
         }
         Ok(out)
+    }
+
+    /// How many runs the host keeps a record of in memory: those with a node executing, and those
+    /// used through [`Host::call_ai`] outside a node. A finished run leaves nothing behind here.
+    pub fn active_runs(&self) -> usize {
+        lock(&self.inner.runs).len()
     }
 
     /// The host-private diagnostics: the cause of every failure. Never shown to pack code.
