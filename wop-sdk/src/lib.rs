@@ -15,8 +15,46 @@
 //! - **an embedded local host** that behaves like a production host, so `cargo test` means
 //!   something.
 //!
+//! # A node, run on the local host
+//!
+//! ```rust,no_run
+//! use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
+//! use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
+//!
+//! /// A title. Doc comments become the response schema's descriptions.
+//! #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+//! struct Title {
+//!     /// At most eight words.
+//!     title: String,
+//! }
+//!
+//! #[wop_node(type_id = "community.example.name-book", version = "1.0.0", max_calls = 3,
+//!            retry(max_attempts = 2))]
+//! async fn name_book(ctx: &NodeCtx<'_>, topic: String) -> Result<Title, NodeError> {
+//!     let completion = ctx.call_ai(AiRequest::<Title>::prompt(topic).max_tokens(100)).await?;
+//!     if let Some(proof) = ctx.capabilities().attempts() {
+//!         // RFC 0248: what the call really cost, only on a host that advertises it.
+//!         let _requests = completion.attempts(proof).map(|a| a.count);
+//!     }
+//!     completion.into_output().map_err(|invalid| NodeError::new(invalid.to_string()))
+//! }
+//!
+//! # async fn demo() {
+//! let provider = ScriptedProvider::new([Step::json(&serde_json::json!({"title": "Lamps"}), 3)].into_iter().collect());
+//! let host = LocalHost::builder().provider(provider).build();
+//! // `#[wop_node]` made the node type `NameBook` from `name_book`.
+//! let outcome = host.run(&NameBook, serde_json::json!("lighthouses")).await;
+//! assert!(outcome.result.is_ok());
+//! # }
+//! ```
+//!
 //! The modules follow the design, from the wire inwards: [`wire`], [`policy`], [`caps`], [`ai`],
-//! [`node`], [`budget`], [`host`].
+//! [`node`], [`budget`], [`host`]; then the embedded host ([`local`], [`journal`]), the
+//! conformance harness ([`conformance`]), the manifest ([`manifest`]) and the command line
+//! ([`cli`]). The embedded host, SQLite and the command line are default-on features (`local`,
+//! `sqlite`, `cli`), so a pack built for a production host or for `wasm32` can leave them out.
+
+#![warn(missing_docs)]
 
 // The macros expand to `::wop_sdk::…` paths; this lets the crate use them itself (the conformance
 // fixture is a `#[wop_node]`).
@@ -43,6 +81,7 @@ pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof};
 pub use host::{AttemptKey, Host, RunId};
 pub use node::{Category, DynNode, Node, NodeCtx, NodeError, NodeSpec, Role};
 pub use policy::{RetryPolicy, RetryReason};
+
 pub mod manifest;
 
 /// Turns an `async fn` into an OpenWOP node.
@@ -67,8 +106,11 @@ pub mod manifest;
 /// // generates `pub struct DraftScene;` implementing `wop_sdk::Node`
 /// ```
 ///
-/// Required: `type_id` (OpenWOP grammar: `core|vendor|community|private` then at least two more
-/// lowercase dotted segments) and `version` (semver). `requires(...)` takes `ai_providers`,
+/// The node type is the fn's name in CamelCase (`draft_scene` → `DraftScene`), with the fn's
+/// visibility: it must not clash with a type of yours (a fn `title` returning a `Title` would).
+///
+/// Required: `type_id` (OpenWOP grammar: `core|vendor|community|private|conformance` then at least
+/// two more lowercase dotted segments) and `version` (semver). `requires(...)` takes `ai_providers`,
 /// `attempts`, `retry_policy`, `provider_usage`, `replay`; `plan = path` names a
 /// `fn(&Input) -> CallPlan` used for estimates. Every literal is checked at compile time.
 pub use wop_sdk_macros::wop_node;
