@@ -71,6 +71,7 @@ pub mod host;
 pub mod journal;
 #[cfg(feature = "local")]
 pub mod local;
+pub mod manifest;
 pub mod node;
 pub mod policy;
 pub mod wire;
@@ -81,8 +82,6 @@ pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof};
 pub use host::{AttemptKey, Host, RunId};
 pub use node::{Category, DynNode, Node, NodeCtx, NodeError, NodeSpec, Role};
 pub use policy::{RetryPolicy, RetryReason};
-
-pub mod manifest;
 
 /// Turns an `async fn` into an OpenWOP node.
 ///
