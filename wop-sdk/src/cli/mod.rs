@@ -30,6 +30,10 @@
 //! }
 //! ```
 
+mod render;
+#[cfg(test)]
+mod tests;
+
 use crate::budget::Estimate;
 use crate::caps::Capabilities;
 use crate::host::RunId;
@@ -37,8 +41,9 @@ use crate::journal::{Journal, MemoryJournal};
 use crate::local::{LocalHost, RunOptions, Script, ScriptedProvider};
 use crate::manifest::Pack;
 use crate::node::{DynNode, NodeOutcome};
-use crate::wire::{RunEvent, kind};
 use clap::{Args, Parser, Subcommand};
+use render::render_outcome;
+pub use render::{estimate_table, progress_line};
 use serde_json::{Map, Value, json};
 use std::fmt;
 use std::io::Write;
@@ -524,48 +529,6 @@ fn print_outcome(
     }
 }
 
-fn render_outcome(o: &NodeOutcome, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(out, "run {} node {}", o.run_id, o.node_id)?;
-    for c in &o.calls {
-        writeln!(
-            out,
-            "  call {}: {}, {} output tokens, usage {}, {}{}",
-            c.call_index,
-            match c.requests {
-                None => "requests unknown".to_owned(),
-                Some(1) => "1 request".to_owned(),
-                Some(n) => format!("{n} requests"),
-            },
-            c.output_tokens.unwrap_or(0),
-            match c.usage_complete {
-                Some(true) => "complete",
-                Some(false) => "incomplete",
-                None => "unknown",
-            },
-            c.status,
-            c.retry_reason
-                .as_ref()
-                .map_or_else(String::new, |r| format!(" (deliberate retry: {r})"))
-        )?;
-    }
-    let b = o.budget;
-    writeln!(
-        out,
-        "  budget: {} used of {}",
-        b.used,
-        b.max_calls
-            .map_or_else(|| "unlimited".to_owned(), |m| m.to_string())
-    )?;
-    match &o.result {
-        Ok(v) => writeln!(
-            out,
-            "  output: {}",
-            serde_json::to_string_pretty(v).unwrap_or_default()
-        ),
-        Err(e) => writeln!(out, "  failed: {e}"),
-    }
-}
-
 async fn events(
     journal: &Arc<dyn Journal>,
     run: &RunId,
@@ -626,223 +589,4 @@ fn print_json(out: &mut dyn Write, v: &Value) -> std::io::Result<()> {
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
     )
-}
-
-/// One progress line for a run event, `None` for events not worth a line.
-///
-/// A provider request that reported no usage emits no `provider.usage`, so it has no line of
-/// its own; the call's `attempts` still count it.
-pub fn progress_line(e: &RunEvent) -> Option<String> {
-    let p = &e.payload;
-    let node = p.get("nodeId").and_then(Value::as_str).unwrap_or("?");
-    let num = |k: &str| p.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
-    Some(match e.kind.as_str() {
-        kind::NODE_STARTED => format!("{node}: started ({})", text("typeId")),
-        kind::PROVIDER_USAGE => format!(
-            "{node}: provider request answered, {} output tokens",
-            num("outputTokens")
-        ),
-        kind::TRUNCATED => format!(
-            "{node}: reply truncated at {} output tokens",
-            num("outputTokenCount")
-        ),
-        kind::RETRY_ATTEMPTED => format!(
-            "{node}: host retry, attempt {} ({})",
-            num("attempt"),
-            text("reason")
-        ),
-        kind::RETRY_EXHAUSTED => format!(
-            "{node}: host retries exhausted after {} attempts ({})",
-            num("totalAttempts"),
-            text("finalReason")
-        ),
-        kind::REFUSAL => format!("{node}: the provider refused"),
-        kind::NL_TO_FORMAT_ENGAGED => format!("{node}: natural-language fallback engaged"),
-        kind::NODE_COMPLETED => format!("{node}: completed"),
-        kind::NODE_FAILED => format!(
-            "{node}: failed ({})",
-            p.pointer("/error/error")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-        ),
-        _ => return None,
-    })
-}
-
-/// The estimate as a table: per node and in total, worst-case provider requests and output
-/// tokens (under each call's policy, with and without budget growth), and whether it fits.
-pub fn estimate_table(e: &Estimate) -> String {
-    let mut s = format!(
-        "Estimate (host ceiling {} requests per structured call, truncation budget x{})\n",
-        e.ceiling, e.multiplier
-    );
-    s.push_str(&format!(
-        "  {:<12} {:<32} {:>9} {:>9} {:>10} {:>11} {:>10}  {}\n",
-        "node", "type", "max_calls", "requests", "out tok", "with grow", "no grow", "fits"
-    ));
-    for n in &e.nodes {
-        s.push_str(&format!(
-            "  {:<12} {:<32} {:>9} {:>9} {:>10} {:>11} {:>10}  {}\n",
-            n.node_id,
-            n.type_id,
-            n.max_calls
-                .map_or_else(|| "-".to_owned(), |m| m.to_string()),
-            n.requests,
-            n.output_tokens,
-            n.output_tokens_with_growth,
-            n.output_tokens_without_growth,
-            if n.fits { "yes" } else { "NO" }
-        ));
-    }
-    let sum = |f: fn(&crate::budget::NodeEstimate) -> u64| e.nodes.iter().map(f).sum::<u64>();
-    s.push_str(&format!(
-        "  {:<12} {:<32} {:>9} {:>9} {:>10} {:>11} {:>10}  {}",
-        "total",
-        "",
-        "",
-        e.total_requests(),
-        e.total_output_tokens(),
-        sum(|n| n.output_tokens_with_growth),
-        sum(|n| n.output_tokens_without_growth),
-        if e.fits() { "yes" } else { "NO" }
-    ));
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(std::iter::once("pack").chain(args.iter().copied()))
-    }
-
-    fn args(file: Option<&str>, json: Option<&str>) -> InputArgs {
-        InputArgs {
-            input: file.map(PathBuf::from),
-            input_json: json.map(str::to_owned),
-        }
-    }
-
-    #[test]
-    fn usage_errors_exit_2() {
-        for bad in [
-            &["run"][..],
-            &["run", "--node", "x"],
-            &["run", "--node", "x", "--input", "a", "--input-json", "{}"],
-            &["events", "r1"],
-            &["replay"],
-            &["estimate"],
-            &["frobnicate"],
-        ] {
-            let e = parse(bad).expect_err("must be refused");
-            assert_eq!(e.exit_code(), 2, "{bad:?}");
-        }
-        assert!(parse(&["manifest"]).is_ok());
-        assert!(parse(&["events", "r1", "--journal", "j.db", "--json"]).is_ok());
-    }
-
-    #[test]
-    fn a_missing_input_file_is_named() {
-        let e = read_input(&args(Some("/nonexistent/brief.json"), None)).expect_err("missing");
-        assert_eq!(e.exit, 2);
-        assert!(
-            e.message
-                .starts_with("--input /nonexistent/brief.json: cannot read the file:"),
-            "{}",
-            e.message
-        );
-    }
-
-    #[test]
-    fn invalid_json_names_the_file_and_the_position() {
-        let dir = std::env::temp_dir().join(format!("wop-cli-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let path = dir.join("bad.json");
-        std::fs::write(&path, "{\n  \"premise\": oops\n}").expect("write");
-        let e = read_input(&args(path.to_str(), None)).expect_err("not JSON");
-        assert_eq!(e.exit, 2);
-        assert!(
-            e.message
-                .contains("bad.json: not valid JSON at line 2 column"),
-            "{}",
-            e.message
-        );
-        let e = read_input(&args(None, Some("[1,"))).expect_err("not JSON");
-        assert!(
-            e.message
-                .starts_with("--input-json: not valid JSON at line 1"),
-            "{}",
-            e.message
-        );
-        let _ = std::fs::remove_dir_all(dir);
-    }
-
-    #[test]
-    fn estimate_input_must_map_type_ids() {
-        let pack = Pack::new("community.test", "0.1.0");
-        let e = estimate_pack(&pack, &json!([1]), "--input plan.json").expect_err("array");
-        assert_eq!(e.exit, 2);
-        assert!(
-            e.message
-                .starts_with("--input plan.json: must be an object mapping node type ids")
-        );
-        let e = estimate_pack(&pack, &json!({"community.test.nope": {}}), "--input-json")
-            .expect_err("unknown node");
-        assert!(
-            e.message
-                .starts_with("--input-json: field `community.test.nope`: no such node in the pack"),
-            "{}",
-            e.message
-        );
-        let e = estimate_pack(&pack, &json!({}), "--input-json").expect_err("empty");
-        assert!(e.message.contains("names no node"), "{}", e.message);
-    }
-
-    #[test]
-    fn a_journal_that_does_not_exist_is_named_not_created() {
-        let path = std::env::temp_dir().join(format!("wop-cli-missing-{}.db", std::process::id()));
-        for usage in [JournalUse::Read, JournalUse::Replay] {
-            let e = open_journal(Some(&path), usage).err().expect("refused");
-            assert_eq!(e.exit, 2);
-            assert!(
-                e.message
-                    .starts_with(&format!("--journal {}:", path.display())),
-                "{}",
-                e.message
-            );
-            assert!(!path.exists(), "reading must not create the journal");
-        }
-        assert!(open_journal(None, JournalUse::Record).is_ok());
-    }
-
-    #[test]
-    fn unknown_node_lists_the_pack() {
-        let pack = Pack::new("community.test", "0.1.0");
-        let e = find(&pack, "x.y").err().expect("unknown");
-        assert_eq!(e.exit, 2);
-        assert_eq!(
-            e.message,
-            "--node x.y: no such node in the pack `community.test` (its nodes: )"
-        );
-    }
-
-    #[test]
-    fn fits_names_the_node_and_the_rule() {
-        let caps = Capabilities::negotiate(LocalHost::builder().build().capabilities());
-        let mut e = Estimate::new(&caps);
-        let plan = crate::budget::CallPlan::new([crate::budget::PlannedCall::structured(
-            100,
-            crate::policy::RetryPolicy::HOST_DEFAULT,
-        )
-        .times(3)]);
-        e.add_node(&caps, None, "draft", "community.test.draft", Some(6), &plan);
-        let err = fits(&e).expect_err("9 > 6");
-        assert_eq!(err.exit, 1);
-        assert_eq!(
-            err.message,
-            "the run would not fit its budget: node `draft` may make 9 provider requests, but its max_calls is 6"
-        );
-    }
 }
