@@ -148,17 +148,22 @@ fn crash_at(mode: &str) -> PathBuf {
     dir
 }
 
+/// A local host on the SQLite journal in `dir`, as a new process would open it.
+fn on_journal(dir: &Path, provider: &ScriptedProvider) -> LocalHost {
+    LocalHost::builder()
+        .provider(provider.clone())
+        .sqlite_journal(dir.join("journal.sqlite"))
+        .expect("open the journal")
+        .build()
+}
+
 async fn redeliver(dir: &Path) -> (LocalHost, ScriptedProvider, wop_sdk::node::NodeOutcome) {
     let provider = ScriptedProvider::new(
         [Step::json(&json!({"title": "fresh"}), 4)]
             .into_iter()
             .collect(),
     );
-    let host = LocalHost::builder()
-        .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("reopen the same journal")
-        .build();
+    let host = on_journal(dir, &provider);
     let outcome = host
         .redeliver(&RunId::new(RUN), "main", &OneCall, input())
         .await;
@@ -244,11 +249,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
         .into_iter()
         .collect(),
     );
-    let host = LocalHost::builder()
-        .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("journal")
-        .build();
+    let host = on_journal(&dir, &provider);
     let run = RunId::new("done-run");
     let options = RunOptions {
         run_id: Some(run.clone()),
@@ -266,11 +267,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
     drop(host);
 
     // A new process would reopen the file: so does this host.
-    let host = LocalHost::builder()
-        .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("reopen")
-        .build();
+    let host = on_journal(&dir, &provider);
     let again = host.redeliver(&run, "main", &OneCall, input()).await;
     assert_eq!(
         again.result.as_ref().expect("replayed").to_string(),
@@ -312,11 +309,7 @@ async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source
             .into_iter()
             .collect(),
     );
-    let host = LocalHost::builder()
-        .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("journal")
-        .build();
+    let host = on_journal(&dir, &provider);
     let source = RunId::new("fork-source");
     let options = RunOptions {
         run_id: Some(source.clone()),
@@ -333,11 +326,7 @@ async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source
     drop(host);
 
     // Another process: the fork's origin comes from the journal, not from memory.
-    let host = LocalHost::builder()
-        .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("reopen")
-        .build();
+    let host = on_journal(&dir, &provider);
     let again = host
         .redeliver(&fork.run_id, "main", &OneCall, input())
         .await;
