@@ -1,7 +1,8 @@
 //! Fuzz the wire parsers: any bytes that are JSON must parse without a panic, every rejection
 //! must name a field, and what is accepted must round-trip.
 //!
-//! `cargo install cargo-fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run wire` (from this folder's parent).
+//! `cargo install cargo-fuzz`, then from `fuzz/`: `RUSTC_BOOTSTRAP=1 cargo fuzz run wire -- -max_total_time=60`
+//! (the stable toolchain needs `RUSTC_BOOTSTRAP` for the sanitizer flags cargo-fuzz passes).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
