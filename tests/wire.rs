@@ -269,3 +269,18 @@ fn a_malformed_document_names_the_field() {
         )
     );
 }
+
+#[test]
+fn a_family_advertised_as_unsupported_contributes_nothing() {
+    let doc = json!({"aiProviders": {"supported": false, "providers": ["mock"],
+                                     "callAccounting": {"attempts": true, "retryPolicy": true}}});
+    let parsed = CapabilityDocument::from_json(&doc).expect("valid");
+    assert!(
+        !parsed.ai_providers && parsed.providers.is_empty() && parsed.call_accounting.is_none()
+    );
+    assert_eq!(
+        CapabilityDocument::from_json(&parsed.to_json()),
+        Ok(parsed.clone())
+    );
+    assert!(Capabilities::negotiate(parsed).attempts().is_none());
+}

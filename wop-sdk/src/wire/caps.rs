@@ -87,7 +87,7 @@ impl CapabilityDocument {
         let ai = doc.get("aiProviders");
         let ai_providers = advertised(ai);
         let (mut providers, mut call_accounting) = (Vec::new(), None);
-        if let Some(ai) = doc.child("aiProviders")? {
+        if let Some(ai) = doc.child("aiProviders")?.filter(|_| ai_providers) {
             if let Some((key, _)) = ai.get_any(&["providers", "supported"]) {
                 // v1 `supported` is either a list of providers or the `{"supported": true}` flag.
                 if !(key == "supported" && ai.get(key).is_some_and(Value::is_boolean)) {
