@@ -100,7 +100,8 @@ pub use policy::{RetryPolicy, RetryReason};
 ///     requires(attempts, retry_policy),
 /// )]
 /// pub async fn draft_scene(ctx: &NodeCtx<'_>, input: DraftIn) -> Result<DraftOut, NodeError> {
-///     # let _ = (ctx, input); todo!()
+///     let _ = ctx;
+///     Ok(DraftOut { text: input.scene })
 /// }
 /// // generates `pub struct DraftScene;` implementing `wop_sdk::Node`
 /// ```
