@@ -14,6 +14,8 @@ use std::sync::Arc;
 /// How a dispatched call ended, ready for the journal's terminal transaction.
 pub(crate) struct Finished {
     pub(crate) outcome: Outcome,
+    /// For a completed call, the result whose exact text `outcome` records.
+    pub(crate) result: Option<Value>,
     pub(crate) charge: Option<Charge>,
     pub(crate) events: Vec<(String, Value)>,
 }
@@ -422,10 +424,12 @@ impl<'a> Call<'a> {
 
     fn end_completed(self, result: &CallAiResult, t: &Tally) -> Finished {
         let charge = self.charge(t);
+        let result = result.to_json();
         Finished {
             outcome: Outcome::Completed {
-                result: result.to_json().to_string(),
+                result: result.to_string(),
             },
+            result: Some(result),
             charge,
             events: self.events,
         }
@@ -443,6 +447,7 @@ impl<'a> Call<'a> {
                 private_cause: cause,
                 ambiguous,
             },
+            result: None,
             charge,
             events: self.events,
         }
