@@ -810,7 +810,9 @@ impl LocalHostBuilder {
             .map_or(0, |d| {
                 u64::try_from(d.as_nanos() & u128::from(u64::MAX)).unwrap_or(0)
             })
-            ^ u64::from(std::process::id());
+            ^ u64::from(std::process::id())
+            // Two hosts built in one process within the clock's resolution still differ.
+            ^ HOSTS_BUILT.fetch_add(1, Ordering::SeqCst).rotate_right(16);
         LocalHost {
             inner: Arc::new(Inner {
                 generations: Arc::new(Semaphore::new(self.config.max_concurrent_generations)),
@@ -854,6 +856,7 @@ struct Start<'a> {
 }
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(1);
+static HOSTS_BUILT: AtomicU64 = AtomicU64::new(0);
 
 impl LocalHost {
     /// A builder with the defaults of [`LocalConfig`].
