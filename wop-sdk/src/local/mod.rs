@@ -879,9 +879,11 @@ impl LocalHost {
         &self.inner.journal
     }
 
+    /// A new run id: the host's whole seed (time, process, host) and a counter, so runs started by
+    /// two processes on one journal do not collide.
     fn new_run_id(&self) -> RunId {
         let n = RUN_COUNTER.fetch_add(1, Ordering::SeqCst);
-        RunId::new(format!("run-{:x}-{n}", self.inner.seed & 0xff_ffff))
+        RunId::new(format!("run-{:016x}-{n}", self.inner.seed))
     }
 
     fn as_host(&self) -> Arc<dyn Host> {
