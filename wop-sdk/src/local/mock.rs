@@ -316,37 +316,23 @@ impl ScriptedProvider {
     }
 }
 
-/// Cuts a reply to what fits `max_tokens` when it declares more.
-fn serve(step: Step, max_tokens: u32) -> Result<ProviderReply, ProviderError> {
-    let Step::Reply {
-        mut content,
-        mut finish_reason,
-        mut usage,
-        mode,
-    } = step
-    else {
-        return Err(ProviderError::Failed("unreachable step".into()));
-    };
-    if let Some(u) = &mut usage {
+/// Cuts a reply to what fits `max_tokens` when it declares more: reported tokens clamped, the
+/// reply served truncated.
+fn clamp(mut reply: ProviderReply, max_tokens: u32) -> ProviderReply {
+    if let Some(u) = &mut reply.usage {
         if let Some(out) = u.output_tokens
             && out > u64::from(max_tokens)
         {
             u.output_tokens = Some(u64::from(max_tokens));
-            finish_reason = FinishReason::Length;
-            content.truncate(content.len() / 2);
+            reply.finish_reason = FinishReason::Length;
+            reply.content.truncate(reply.content.len() / 2);
         }
         u.total_tokens = match (u.input_tokens, u.output_tokens) {
             (Some(i), Some(o)) => Some(i + o),
             _ => u.total_tokens,
         };
     }
-    Ok(ProviderReply {
-        content,
-        finish_reason,
-        usage,
-        mode,
-        model: Some("mock-1".into()),
-    })
+    reply
 }
 
 impl Provider for ScriptedProvider {
@@ -378,7 +364,21 @@ impl Provider for ScriptedProvider {
                 None => Err(ProviderError::Failed("the mock script is exhausted".into())),
                 Some(Step::Error(e)) => Err(ProviderError::Failed(e)),
                 Some(Step::Hang) => std::future::pending().await,
-                Some(step) => serve(step, max_tokens),
+                Some(Step::Reply {
+                    content,
+                    finish_reason,
+                    usage,
+                    mode,
+                }) => {
+                    let reply = ProviderReply {
+                        content,
+                        finish_reason,
+                        usage,
+                        mode,
+                        model: Some("mock-1".into()),
+                    };
+                    Ok(clamp(reply, max_tokens))
+                }
             }
         })
     }

@@ -39,7 +39,6 @@ pub struct CallReport {
 pub(crate) struct FailureRecord {
     pub(crate) public: ErrorEnvelope,
     pub(crate) token: Option<FailureToken>,
-    pub(crate) settled: bool,
 }
 
 #[derive(Default)]
@@ -93,24 +92,11 @@ impl RunState {
         self.books.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn mark_settled(&self, local: u64) {
-        if let Some(f) = self.books().failures.get_mut(&local) {
-            f.settled = true;
-        }
-    }
-
     fn record_failure(&self, public: ErrorEnvelope, token: Option<FailureToken>) -> u64 {
         let mut books = self.books();
         books.next_failure += 1;
         let id = books.next_failure;
-        books.failures.insert(
-            id,
-            FailureRecord {
-                public,
-                token,
-                settled: false,
-            },
-        );
+        books.failures.insert(id, FailureRecord { public, token });
         id
     }
 }
@@ -339,11 +325,8 @@ impl<'run> NodeCtx<'run> {
             let Some(record) = books.failures.get_mut(&failure.local) else {
                 return Err(NodeError::new("unknown failure"));
             };
-            if record.settled {
-                return Ok(());
-            }
-            record.settled = true;
-            record.token
+            // Taken: the host is told once; the runner tells it about the rest at the end.
+            record.token.take()
         };
         if let Some(token) = token {
             self.state

@@ -254,7 +254,6 @@ impl std::error::Error for NodeError {}
 impl<'run> From<crate::ai::AiFailure<'run>> for NodeError {
     /// Propagating a failure with `?` settles it.
     fn from(failure: crate::ai::AiFailure<'run>) -> Self {
-        failure.state.mark_settled(failure.local);
         Self {
             kind: NodeErrorKind::Ai {
                 local: failure.local,

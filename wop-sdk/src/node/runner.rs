@@ -97,7 +97,8 @@ pub async fn execute(
             }),
         }
     };
-    // Settle with the host every failure the node settled by `?`, or dropped.
+    // Settle with the host every failure the node propagated with `?` or dropped (those it settled
+    // itself gave their token up when it told the host).
     let tokens: Vec<_> = state
         .books()
         .failures
@@ -105,7 +106,7 @@ pub async fn execute(
         .filter_map(|f| f.token)
         .collect();
     for token in tokens {
-        // A refusal here means the host already settled it; nothing of it reaches the pack.
+        // The node has ended: a refusal here has no one to report to, and the cause stays private.
         let _ = host.settle_ai_failure(&run_id, token).await;
     }
     match &result {
