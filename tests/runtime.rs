@@ -180,7 +180,8 @@ async fn a_failure_settled_by_the_node_lets_it_go_on() {
 struct Recorder {
     inner: LocalHost,
     log: Arc<std::sync::Mutex<(Vec<Value>, Vec<Value>)>>,
-    strip_attempts: bool,
+    /// A result field this host leaves out.
+    strip: Option<&'static str>,
     advertise_attempts: bool,
 }
 
@@ -189,7 +190,7 @@ impl Recorder {
         Arc::new(Self {
             inner,
             log: Arc::default(),
-            strip_attempts: false,
+            strip: None,
             advertise_attempts: true,
         })
     }
@@ -218,10 +219,8 @@ impl Host for Recorder {
     ) -> BoxFuture<'a, Result<Value, HostFailure>> {
         Box::pin(async move {
             let mut r = self.inner.call_ai(key, request).await;
-            if let Ok(v) = &mut r
-                && self.strip_attempts
-            {
-                v.as_object_mut().map(|m| m.remove("attempts"));
+            if let (Ok(v), Some(field)) = (&mut r, self.strip) {
+                v.as_object_mut().map(|m| m.remove(field));
             }
             if let Ok(mut log) = self.log.lock() {
                 log.0.push(request.clone());
@@ -253,23 +252,26 @@ impl Host for Recorder {
 }
 
 #[tokio::test]
-async fn a_host_that_advertises_attempts_and_omits_them_is_a_protocol_error() {
-    let (inner, _) = host(vec![scene("one two three")]);
-    let liar = Arc::new(Recorder {
-        strip_attempts: true,
-        ..(*Recorder::new(inner)).clone()
-    });
-    let out = execute(
-        liar,
-        RunId::new("liar"),
-        "main",
-        &Draft,
-        json!({"prompt": "x"}),
-    )
-    .await;
-    let err = out.result.expect_err("protocol error");
-    assert_eq!(err.error, ErrorCode::ProtocolError);
-    assert_eq!(err.field(), Some("attempts"));
+async fn a_host_that_breaks_its_contract_is_reported_as_a_protocol_error() {
+    // Advertises `attempts` and omits them; omits the `attemptId` every result must carry.
+    for field in ["attempts", "attemptId"] {
+        let (inner, _) = host(vec![scene("one two three")]);
+        let liar = Arc::new(Recorder {
+            strip: Some(field),
+            ..(*Recorder::new(inner)).clone()
+        });
+        let out = execute(
+            liar,
+            RunId::new("liar"),
+            "main",
+            &Draft,
+            json!({"prompt": "x"}),
+        )
+        .await;
+        let err = out.result.expect_err("protocol error");
+        assert_eq!(err.error, ErrorCode::ProtocolError);
+        assert_eq!(err.field(), Some(field));
+    }
 }
 
 #[tokio::test]
