@@ -61,11 +61,13 @@
 extern crate self as wop_sdk;
 
 pub mod ai;
+mod brand;
 pub mod budget;
 pub mod caps;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
+mod failure;
 pub mod host;
 #[cfg(feature = "local")]
 pub mod journal;
