@@ -50,7 +50,7 @@ impl fmt::Display for InvalidOutput {
 
 /// A successful call: the host produced a completion. Its output may still be
 /// `invalid_output` (closed-world validation), in which case the pack can repair it with a
-/// deliberate retry ([`AiRequest::retry_of`]).
+/// deliberate retry ([`crate::AiRequest::retry_of`]).
 pub struct Completion<'run, T> {
     pub(crate) attempt_id: AttemptId<'run>,
     pub(crate) output: Result<T, InvalidOutput>,
@@ -141,7 +141,7 @@ impl<'run, T> Completion<'run, T> {
     }
 
     /// Whether the call's retry policy was sent to a host that honours it. `false` on a host
-    /// that does not advertise `retryPolicy` (use [`AiRequest::require_retry_policy`] to refuse
+    /// that does not advertise `retryPolicy` (use [`crate::AiRequest::require_retry_policy`] to refuse
     /// such a host instead).
     pub fn policy_honoured(&self) -> bool {
         self.policy_honoured

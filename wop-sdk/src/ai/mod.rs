@@ -3,7 +3,7 @@
 //! - [`request`]: what a node asks ([`AiRequest`], [`RetryOf`]);
 //! - [`completion`]: what a successful call gives back ([`Completion`], [`AttemptId`],
 //!   [`InvalidOutput`]);
-//! - failures live with their book and settling in [`crate::failure`].
+//! - failures ([`AiFailure`]) live with their book and settling in the crate-private `failure` module.
 
 pub mod completion;
 pub mod request;

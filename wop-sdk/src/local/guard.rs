@@ -89,9 +89,13 @@ mod tests {
         assert!(g.parse_json(r#"{"a": ["[[[[{{{{"]}"#).is_ok());
         assert!(
             g.parse_json("[[[1]]]")
-                .unwrap_err()
+                .expect_err("refused")
                 .contains("deeper than 2")
         );
-        assert!(g.parse_json("{").unwrap_err().starts_with("not valid JSON"));
+        assert!(
+            g.parse_json("{")
+                .expect_err("refused")
+                .starts_with("not valid JSON")
+        );
     }
 }

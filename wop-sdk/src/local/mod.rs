@@ -31,7 +31,7 @@
 //! # A call's path
 //!
 //! [`crate::NodeCtx::call_ai`] reserves the call's worst case against the node's budget
-//! (`node/call.rs`) and hands the typed request to [`Host::call_ai`] (`local/host.rs`). The
+//! (`node/call.rs`) and hands the typed request to [`crate::host::Host::call_ai`] (`local/host.rs`). The
 //! attempt-identity protocol (`local/identity.rs`) persists the call's identity in the journal,
 //! or replays, refuses or reattaches; a fresh call is dispatched (`local/call.rs`), driving the
 //! retry state machine (`local/retry.rs`) through admission (`local/runs.rs`), the provider
@@ -181,7 +181,7 @@ impl LocalHost {
     }
 
     /// How many runs the host keeps a record of in memory: those with a node executing, and those
-    /// used through [`crate::Host::call_ai`] outside a node. A finished (or aborted) run leaves
+    /// used through [`crate::host::Host::call_ai`] outside a node. A finished (or aborted) run leaves
     /// nothing behind here.
     pub fn active_runs(&self) -> usize {
         self.inner.runs.len()

@@ -1,5 +1,5 @@
 //! Nodes: the [`Node`] trait the `#[wop_node]` macro implements, the node context, node errors
-//! and the runner that executes one node against a [`crate::Host`].
+//! and the runner that executes one node against a [`crate::host::Host`].
 
 mod call;
 mod ctx;
