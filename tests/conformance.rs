@@ -4,16 +4,20 @@
 
 use serde_json::{Value, json};
 use std::sync::Arc;
+use wop_sdk::RunId;
 use wop_sdk::conformance::{
     ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, LEG_IDS, LocalTarget, MAX_ATTEMPTS_CAP,
     NO_BUDGET_GROWTH, OUTPUT_TOKENS_SUM, RETRY_MALFORMED_REFUSED, Report, STRUCTURED_OUTPUT,
     USAGE_INCOMPLETE, Verdict, run_conformance,
 };
+use wop_sdk::host::{AttemptKey, Host};
 use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
 use wop_sdk::journal::{Journal, MemoryJournal, SqliteJournal};
 use wop_sdk::local::{LocalHost, Script, ScriptedProvider};
-use wop_sdk::wire::{CapabilityDocument, ErrorEnvelope, Retry, RunEvent};
-use wop_sdk::{AttemptKey, Host, RunId};
+use wop_sdk::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Retry, RunEvent,
+    StructuredOutputMode,
+};
 
 async fn honest_host_passes_all_legs_with(journal: Arc<dyn Journal>) {
     let host = LocalHost::builder().journal(journal).build();
@@ -108,14 +112,8 @@ struct LyingHost {
     lie: Lie,
 }
 
-fn set_attempts(result: &mut Value, key: &str, value: Value) {
-    if let Some(a) = result.get_mut("attempts").and_then(Value::as_object_mut) {
-        a.insert(key.to_owned(), value);
-    }
-}
-
 impl LyingHost {
-    async fn call(&self, key: &AttemptKey, request: &Value) -> Result<Value, HostFailure> {
+    async fn call(&self, key: &AttemptKey, request: &Value) -> Result<CallAiResult, HostFailure> {
         let mut request = request.clone();
         let retry = request.get("retry").cloned();
         match self.lie {
@@ -151,30 +149,24 @@ impl LyingHost {
                     ]))
                     .expect("script");
                     self.provider.set_run_script(&fresh.run_id, script);
-                    return self.local.call_ai(&fresh, &request).await;
+                    return self.local.call_ai_json(&fresh, &request).await;
                 }
             }
             _ => {}
         }
-        let mut result = self.local.call_ai(key, &request).await?;
+        let mut result = self.local.call_ai_json(key, &request).await?;
         let structured = request.get("responseSchema").is_some();
-        let attempts = result.get("attempts").cloned().unwrap_or(Value::Null);
-        match self.lie {
-            Lie::CountWithoutFailedAttempt => {
-                if let Some(n) = attempts.get("count").and_then(Value::as_u64) {
-                    set_attempts(&mut result, "count", json!(n.saturating_sub(1).max(1)));
+        let final_tokens = result.usage.and_then(|u| u.output_tokens);
+        if let Some(a) = &mut result.attempts {
+            match self.lie {
+                Lie::CountWithoutFailedAttempt => a.count = a.count.saturating_sub(1).max(1),
+                Lie::TokensOfFinalAttemptOnly => a.output_tokens = final_tokens,
+                Lie::UsageAlwaysComplete => a.usage_complete = true,
+                Lie::StructuredOutputWithoutSchema if !structured => {
+                    a.structured_output = Some(StructuredOutputMode::Native);
                 }
+                _ => {}
             }
-            Lie::TokensOfFinalAttemptOnly => {
-                if let Some(out) = result.pointer("/usage/outputTokens").cloned() {
-                    set_attempts(&mut result, "outputTokens", out);
-                }
-            }
-            Lie::UsageAlwaysComplete => set_attempts(&mut result, "usageComplete", json!(true)),
-            Lie::StructuredOutputWithoutSchema if !structured => {
-                set_attempts(&mut result, "structuredOutput", json!("native"));
-            }
-            _ => {}
         }
         Ok(result)
     }
@@ -189,8 +181,16 @@ impl Host for LyingHost {
     fn call_ai<'a>(
         &'a self,
         key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(async move { self.call(key, &request.to_json()).await })
+    }
+
+    fn call_ai_json<'a>(
+        &'a self,
+        key: &'a AttemptKey,
         request: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, HostFailure>> {
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
         Box::pin(self.call(key, request))
     }
 

@@ -25,8 +25,9 @@ use std::sync::Arc;
 use wop_sdk::budget::NodeEstimate;
 use wop_sdk::journal::{Journal, MemoryJournal};
 use wop_sdk::local::{LocalHost, RunOptions, Script, ScriptedProvider};
+use wop_sdk::node::DynNode;
 use wop_sdk::node::NodeOutcome;
-use wop_sdk::{Capabilities, DynNode, Estimate, Node, RunId};
+use wop_sdk::{Capabilities, Estimate, Node, RunId};
 
 /// The bundled script, compiled into the binary.
 pub const SCRIPT: &str = include_str!("script.json");

@@ -61,11 +61,13 @@
 extern crate self as wop_sdk;
 
 pub mod ai;
+mod brand;
 pub mod budget;
 pub mod caps;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
+mod failure;
 pub mod host;
 #[cfg(feature = "local")]
 pub mod journal;
@@ -79,9 +81,21 @@ pub mod wire;
 pub use ai::{AiFailure, AiRequest, AttemptId, Completion, InvalidOutput, Output, RetryOf, Text};
 pub use budget::{CallPlan, Estimate, PlannedCall};
 pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof};
-pub use host::{AttemptKey, Host, RunId};
-pub use node::{Category, DynNode, Node, NodeCtx, NodeError, NodeSpec, Role};
+pub use host::RunId;
+pub use node::{Category, Node, NodeCtx, NodeError, NodeSpec, Role};
 pub use policy::{RetryPolicy, RetryReason};
+
+/// What a pack author writes every day: `use wop_sdk::prelude::*;`.
+///
+/// Host-side items (the [`host::Host`] trait, [`host::AttemptKey`], [`node::DynNode`], the
+/// journal) live in their own modules, for the few who implement a host or a bridge.
+pub mod prelude {
+    pub use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Text};
+    pub use crate::budget::{CallPlan, PlannedCall};
+    pub use crate::node::{NodeCtx, NodeError};
+    pub use crate::policy::{RetryPolicy, RetryReason};
+    pub use crate::{retry, wop_node};
+}
 
 /// Turns an `async fn` into an OpenWOP node.
 ///

@@ -1,5 +1,5 @@
 //! The RFC 0248 conformance harness: the eight `0248.*` legs as a reusable harness that runs
-//! against any [`crate::Host`], the judges that decide each leg, and the fixture node
+//! against any [`crate::host::Host`], the judges that decide each leg, and the fixture node
 //! `conformance.callai.echo-attempts`.
 //!
 //! ```rust,no_run

@@ -16,7 +16,8 @@ mod sqlite;
 #[cfg(test)]
 pub(crate) mod suite;
 
-pub use fingerprint::{Fingerprint, canonical_json, fingerprint};
+pub use crate::wire::canonical_json;
+pub use fingerprint::{Fingerprint, fingerprint};
 pub use memory::MemoryJournal;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteJournal;

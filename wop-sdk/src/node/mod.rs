@@ -1,10 +1,10 @@
 //! Nodes: the [`Node`] trait the `#[wop_node]` macro implements, the node context, node errors
-//! and the runner that executes one node against a [`crate::Host`].
+//! and the runner that executes one node against a [`crate::host::Host`].
 
+mod call;
 mod ctx;
 mod runner;
 
-pub(crate) use ctx::RunState;
 pub use ctx::{CallReport, NodeCtx};
 pub use runner::{NodeOutcome, execute};
 
@@ -191,9 +191,10 @@ impl<N: Node> DynNode for N {
 
 pub(crate) enum NodeErrorKind {
     Own(ErrorEnvelope),
+    /// A propagated AI failure: its id in the failure book of the node execution it came from.
     Ai {
-        local: u64,
-        state: std::sync::Arc<RunState>,
+        id: u64,
+        book: std::sync::Arc<crate::failure::FailureBook>,
     },
 }
 
@@ -256,10 +257,18 @@ impl<'run> From<crate::ai::AiFailure<'run>> for NodeError {
     fn from(failure: crate::ai::AiFailure<'run>) -> Self {
         Self {
             kind: NodeErrorKind::Ai {
-                local: failure.local,
-                state: std::sync::Arc::clone(&failure.state),
+                id: failure.id,
+                book: failure.book,
             },
         }
+    }
+}
+
+impl From<crate::ai::InvalidOutput> for NodeError {
+    /// An output that does not meet the contract fails the node (`node_failed`), its errors in
+    /// the message: `completion.into_output()?`.
+    fn from(invalid: crate::ai::InvalidOutput) -> Self {
+        Self::new(invalid.to_string())
     }
 }
 

@@ -5,6 +5,7 @@ use super::read::{Obj, Side};
 use crate::policy::{MAX_ATTEMPTS, MIN_ATTEMPTS, RetryReason};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Who speaks a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -100,9 +101,11 @@ pub struct CallAiRequest {
     /// Stop sequences.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_sequences: Option<Vec<String>>,
-    /// Present: a structured call, replies validated against it.
+    /// Present: a structured call, replies validated against it. Shared, never copied per call
+    /// or per attempt: a typed request's schema is generated once per type
+    /// ([`crate::ai::schema_of`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub response_schema: Option<Arc<Value>>,
     /// RFC 0248 §B.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
@@ -153,7 +156,7 @@ impl CallAiRequest {
         }
         let response_schema = match obj.get("responseSchema") {
             None => None,
-            Some(v @ (Value::Object(_) | Value::Bool(_))) => Some(v.clone()),
+            Some(v @ (Value::Object(_) | Value::Bool(_))) => Some(Arc::new(v.clone())),
             Some(_) => return Err(obj.err("responseSchema", "must be a JSON Schema object")),
         };
         let retry = match obj.get("retry") {

@@ -248,4 +248,25 @@ impl CallAiResult {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+
+    /// Checks a typed result against the rules [`CallAiResult::from_json`] enforces on a JSON
+    /// one, so a host reached in-process is held to the same contract as one reached over the
+    /// wire. Every broken rule is a `protocol_error` naming the field.
+    pub fn check(&self, structured: bool) -> Result<(), WireError> {
+        if let Some(a) = &self.attempts {
+            if a.count == 0 {
+                return Err(WireError::protocol(
+                    "attempts.count",
+                    "must be an integer ≥ 1",
+                ));
+            }
+            if a.structured_output.is_some() && !structured {
+                return Err(WireError::protocol(
+                    "attempts.structuredOutput",
+                    "must be absent on a call without `responseSchema`",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
