@@ -240,14 +240,14 @@ impl Chart {
                         .set("text-anchor", "end")
                         .set("class", "node-label"),
                 );
-                g = g.add(self.pair(label_w + 1, y, node, f, scale));
+                g = g.add(Self::pair(label_w + 1, y, node, f, scale));
             }
             doc = doc.add(g);
         }
         doc
     }
 
-    fn pair(&self, x: u32, y: u32, node: &str, f: &Pair, scale: f64) -> Group {
+    fn pair(x: u32, y: u32, node: &str, f: &Pair, scale: f64) -> Group {
         let mut g = Group::new().set("data-node", node);
         let (est_class, est_fill) = if f.budget {
             ("max-calls", ESTIMATE)
@@ -256,8 +256,13 @@ impl Chart {
         };
         match f.estimate {
             Some(v) => {
+                let label = if f.budget {
+                    format!("max_calls {v}")
+                } else {
+                    v.to_string()
+                };
                 g = g.add(bar(x, y, v, scale, est_class, node, est_fill)).add(
-                    text(x + width_of(v, scale) + 6, y + 11, v.to_string())
+                    text(x + width_of(v, scale) + 6, y + 11, label)
                         .set("class", "value")
                         .set("fill", "#4a5568"),
                 );
