@@ -27,7 +27,7 @@ async fn demo_report() -> (demo::BookReport, Vec<String>) {
     });
     let report = demo::run_book(&demo::demo_brief(), script, journal(), progress)
         .await
-    .expect("the demo fits its budget");
+        .expect("the demo fits its budget");
     let lines = lines.lock().expect("lock").clone();
     (report, lines)
 }
@@ -242,7 +242,11 @@ async fn the_budget_refusal_and_the_placeholder_read_as_the_budget_doing_its_job
         .unwrap_or_else(|| panic!("no placeholder in\n{text}"));
     assert!(placeholder.contains("ferryman"), "{placeholder}");
     let why = book.next().expect("the line under the placeholder");
-    assert!(why.trim_start().starts_with("by design: the node's budget held"), "{why}");
+    assert!(
+        why.trim_start()
+            .starts_with("by design: the node's budget held"),
+        "{why}"
+    );
     // Unknown stays unknown in the report: the outline's tokens are a floor, not a total.
     assert!(text.contains("at least 40"), "{text}");
 }
@@ -279,8 +283,17 @@ async fn the_picture_has_a_bar_pair_per_node_and_metric() {
         .filter_map(|n| n.text())
         .map(str::trim)
         .collect();
-    for label in ["outline", "draft-1", "review-1", "4 of 6", "at least 40 (usage withheld)"] {
-        assert!(texts.contains(&label), "missing label `{label}` in {texts:?}");
+    for label in [
+        "outline",
+        "draft-1",
+        "review-1",
+        "4 of 6",
+        "at least 40 (usage withheld)",
+    ] {
+        assert!(
+            texts.contains(&label),
+            "missing label `{label}` in {texts:?}"
+        );
     }
 }
 
@@ -289,12 +302,7 @@ async fn a_node_that_cannot_fit_refuses_the_run() {
     let mut brief = demo::demo_brief();
     brief.scenes_per_chapter = 3;
     let script = demo::bundled_script().expect("script");
-    let refused = demo::run_book(
-        &brief,
-        script,
-        journal(),
-        wop_sdk::cli::Progress::hidden(),
-    )
+    let refused = demo::run_book(&brief, script, journal(), wop_sdk::cli::Progress::hidden())
         .await
         .expect_err("3 scenes x 3 requests exceed max_calls 6");
     assert!(!refused.estimate.fits());
@@ -342,4 +350,41 @@ async fn the_demo_reports_the_same_figures_on_a_sqlite_journal() {
     let usage = events.iter().filter(|e| e.kind == "provider.usage").count();
     assert_eq!(usage, 7 - 1, "7 requests, one withheld its usage");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The bars and labels of an SVG document, the title left out (it names the run).
+fn picture_facts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed SVG");
+    doc.descendants()
+        .filter_map(|n| {
+            let class = n.attribute("class")?;
+            if class.starts_with("bar ") {
+                Some(format!(
+                    "{class} {} {}",
+                    n.attribute("data-node")?,
+                    n.attribute("data-value")?
+                ))
+            } else if class == "value" || class == "node-label" {
+                Some(format!("{class} {}", n.text()?.trim()))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_readmes_picture_is_the_demos_current_output() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.svg");
+    let committed = std::fs::read_to_string(&path).expect("docs/report.svg is committed");
+    let (report, _) = demo_report().await;
+    assert_eq!(
+        picture_facts(&committed),
+        picture_facts(&report.chart().to_svg()),
+        "regenerate it: cargo run --example book_ai -- --report docs/report.svg"
+    );
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .expect("README");
+    assert!(readme.contains("](docs/report.svg)"), "the README shows it");
 }

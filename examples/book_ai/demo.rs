@@ -30,6 +30,11 @@ use wop_sdk::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 use wop_sdk::node::{CallReport, NodeOutcome};
 use wop_sdk::{Capabilities, DynNode, Estimate, Node, RunId};
 
+/// The public code of a call the node's budget refused before dispatch.
+fn budget_exhausted() -> &'static str {
+    wop_sdk::wire::ErrorCode::BudgetExhausted.as_str()
+}
+
 /// The bundled script, compiled into the binary.
 pub const SCRIPT: &str = include_str!("script.json");
 /// Who owns the demo run (charged for calls that name no beneficiary).
@@ -131,7 +136,7 @@ impl NodeRun {
         self.outcome
             .calls
             .iter()
-            .filter(|c| c.status == "budget_exhausted")
+            .filter(|c| c.status == budget_exhausted())
             .count()
     }
 
@@ -146,6 +151,7 @@ impl NodeRun {
             output_tokens_floor: !self.usage_complete(),
             budget_used: self.outcome.budget.used,
             max_calls: self.outcome.budget.max_calls,
+            held_back: u32::try_from(self.refused_calls()).unwrap_or(u32::MAX),
         }
     }
 }
@@ -180,7 +186,10 @@ impl BookReport {
     /// The picture: estimate against actual per node.
     pub fn chart(&self) -> Chart {
         Chart {
-            title: format!("Book AI demo: estimate against actual (run {})", self.run_id),
+            title: format!(
+                "Book AI demo: estimate against actual (run {})",
+                self.run_id
+            ),
             rows: self.nodes.iter().map(NodeRun::chart_row).collect(),
         }
     }
@@ -365,7 +374,11 @@ impl Book {
                 fits: true,
             });
         // A call the budget held back emits no event: say so here, as what it is.
-        for c in outcome.calls.iter().filter(|c| c.status == "budget_exhausted") {
+        for c in outcome
+            .calls
+            .iter()
+            .filter(|c| c.status == budget_exhausted())
+        {
             self.progress.line(&format!(
                 "{node_id}: call {} held back by the node's budget before dispatch (its worst \
                  case does not fit what is left): the budget doing its job",
@@ -504,7 +517,7 @@ impl fmt::Display for BookReport {
                         "drafted"
                     };
                     writeln!(f, "  ch.{} [{mark}] {}", d.number, s.beat)?;
-                    if s.placeholder && s.text.contains("budget_exhausted") {
+                    if s.placeholder && s.text.contains(budget_exhausted()) {
                         writeln!(
                             f,
                             "        by design: the node's budget held this scene back before \

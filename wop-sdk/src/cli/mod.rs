@@ -58,8 +58,8 @@ use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
 pub use progress::{
     Progress, WatchedProvider, colors_wanted, elapsed_column, progress_line, reply_line,
 };
-use render::{conformance_table, render_events, render_outcome};
 pub use render::{call_summary, estimate_table};
+use render::{conformance_table, render_events, render_outcome};
 use serde_json::{Map, Value, json};
 use std::fmt;
 use std::io::{IsTerminal, Write};
@@ -306,9 +306,7 @@ async fn dispatch(
             let script = args
                 .script
                 .as_ref()
-                .map(|p| {
-                    Script::from_file(p).map_err(|e| CliError::usage(format!("--script {e}")))
-                })
+                .map(|p| Script::from_file(p).map_err(|e| CliError::usage(format!("--script {e}"))))
                 .transpose()?;
             let journal = open_journal(args.journal.as_deref(), JournalUse::Record)?;
             run(node, input, script, journal, &args, color, out).await
@@ -356,8 +354,8 @@ async fn conformance(
         .filter(|(_, v)| !v.is_pass())
         .map(|(id, _)| id.as_str())
         .collect();
-    let all_skipped = !report.legs.is_empty()
-        && report.legs.iter().all(|(_, v)| v.as_str() == "skipped");
+    let all_skipped =
+        !report.legs.is_empty() && report.legs.iter().all(|(_, v)| v.as_str() == "skipped");
     // With --older-host nothing is advertised, so every leg is gated off (RFC 0248 §C): that is
     // the expected answer, not a failure.
     let result = if report.all_passed() {
@@ -664,8 +662,18 @@ fn chart_of(o: &NodeOutcome, estimate: &Estimate, sent: Sent, type_id: &str) -> 
             output_tokens_floor: !sent.usage_complete,
             budget_used: o.budget.used,
             max_calls: o.budget.max_calls,
+            held_back: held_back(&o.calls),
         }],
     }
+}
+
+/// Calls the node's budget refused before dispatch.
+fn held_back(calls: &[crate::node::CallReport]) -> u32 {
+    let n = calls
+        .iter()
+        .filter(|c| c.status == crate::wire::ErrorCode::BudgetExhausted.as_str())
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn print_outcome(

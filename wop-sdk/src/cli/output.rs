@@ -93,7 +93,10 @@ impl SentLog {
             ..Sent::default()
         });
         s.requests += 1;
-        match answer.as_ref().map(|r| r.usage.and_then(|u| u.output_tokens)) {
+        match answer
+            .as_ref()
+            .map(|r| r.usage.and_then(|u| u.output_tokens))
+        {
             Ok(Some(t)) => s.output_tokens += t,
             Ok(None) => s.usage_complete = false,
             Err(_) => {

@@ -104,7 +104,7 @@ pub fn call_summary(c: &CallReport) -> String {
         .map_or_else(String::new, |r| format!(" (deliberate retry: {r})"));
     if c.charged == 0 && c.requests.is_none() {
         // Refused before dispatch: nothing reserved stays charged, nothing was sent.
-        let why = if c.status == "budget_exhausted" {
+        let why = if c.status == crate::wire::ErrorCode::BudgetExhausted.as_str() {
             "its worst case did not fit what was left of the budget: the budget doing its job"
         } else {
             "refused before dispatch"
@@ -255,7 +255,11 @@ mod tests {
 
     fn columns_line_up(text: &str) {
         // Every row's `requests` figure ends in the same column as the header's.
-        let lines: Vec<&str> = text.lines().skip(1).filter(|l| !l.trim().is_empty()).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .collect();
         let header = lines[0];
         let end = header.find("requests").expect("header") + "requests".len();
         for l in lines.iter().skip(2) {

@@ -28,6 +28,8 @@ pub struct ChartRow {
     pub budget_used: u32,
     /// The node's `max_calls`, if it has one.
     pub max_calls: Option<u32>,
+    /// Calls the node's budget refused before dispatch (never sent).
+    pub held_back: u32,
 }
 
 /// Estimate against actual for the nodes of a run.
@@ -171,41 +173,13 @@ impl Chart {
         }
         doc = doc.add(legend);
 
-        let panels: [(&str, &str, Box<dyn Fn(&ChartRow) -> Pair>); 3] = [
-            (
-                "requests",
-                "Provider requests",
-                Box::new(|r: &ChartRow| Pair {
-                    estimate: Some(u64::from(r.estimate_requests)),
-                    actual: r.requests.map(u64::from),
-                    floor: false,
-                    budget: false,
-                }),
-            ),
-            (
-                "output-tokens",
-                "Output tokens",
-                Box::new(|r: &ChartRow| Pair {
-                    estimate: Some(r.estimate_output_tokens),
-                    actual: r.output_tokens,
-                    floor: r.output_tokens_floor,
-                    budget: false,
-                }),
-            ),
-            (
-                "budget",
-                "Budget used of max_calls",
-                Box::new(|r: &ChartRow| Pair {
-                    estimate: r.max_calls.map(u64::from),
-                    actual: Some(u64::from(r.budget_used)),
-                    floor: false,
-                    budget: true,
-                }),
-            ),
-        ];
-        for (p, (id, title, figures)) in panels.iter().enumerate() {
+        for (p, metric) in [Metric::Requests, Metric::OutputTokens, Metric::Budget]
+            .into_iter()
+            .enumerate()
+        {
+            let (id, title) = metric.names();
             let y0 = top + u32::try_from(p).unwrap_or(0) * panel_h;
-            let pairs: Vec<Pair> = self.rows.iter().map(|r| figures(r)).collect();
+            let pairs: Vec<Pair> = self.rows.iter().map(|r| metric.pair(r)).collect();
             let max = pairs
                 .iter()
                 .flat_map(|f| [f.estimate, f.actual])
@@ -217,9 +191,9 @@ impl Chart {
             let scale = f64::from(plot_w) / max as f64;
             let mut g = Group::new()
                 .set("class", format!("panel {id}"))
-                .set("data-panel", *id)
+                .set("data-panel", id)
                 .add(
-                    text(16, y0 + 16, *title)
+                    text(16, y0 + 16, title)
                         .set("font-size", 13)
                         .set("font-weight", "bold")
                         .set("class", "panel-title"),
@@ -280,9 +254,11 @@ impl Chart {
                 } else {
                     ("actual", ACTUAL)
                 };
-                let label = match (f.budget, f.estimate, f.floor) {
-                    (true, Some(m), _) => format!("{v} of {m}"),
-                    (_, _, true) => format!("at least {v} (usage withheld)"),
+                let label = match (f.budget, f.estimate, f.floor, f.held_back) {
+                    (true, Some(m), _, _) => format!("{v} of {m}"),
+                    (_, _, true, _) => format!("at least {v} (usage withheld)"),
+                    (_, _, _, 1) => format!("{v} (1 call held back by the budget)"),
+                    (_, _, _, n) if n > 1 => format!("{v} ({n} calls held back by the budget)"),
                     _ => v.to_string(),
                 };
                 g = g
@@ -295,12 +271,59 @@ impl Chart {
     }
 }
 
+/// What a panel shows.
+#[derive(Clone, Copy, Debug)]
+enum Metric {
+    Requests,
+    OutputTokens,
+    Budget,
+}
+
+impl Metric {
+    /// The panel's id (its `data-panel`) and heading.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Requests => ("requests", "Provider requests"),
+            Self::OutputTokens => ("output-tokens", "Output tokens"),
+            Self::Budget => ("budget", "Budget used of max_calls"),
+        }
+    }
+
+    fn pair(self, r: &ChartRow) -> Pair {
+        match self {
+            Self::Requests => Pair {
+                estimate: Some(u64::from(r.estimate_requests)),
+                actual: r.requests.map(u64::from),
+                floor: false,
+                budget: false,
+                held_back: r.held_back,
+            },
+            Self::OutputTokens => Pair {
+                estimate: Some(r.estimate_output_tokens),
+                actual: r.output_tokens,
+                floor: r.output_tokens_floor,
+                budget: false,
+                held_back: 0,
+            },
+            Self::Budget => Pair {
+                estimate: r.max_calls.map(u64::from),
+                actual: Some(u64::from(r.budget_used)),
+                floor: false,
+                budget: true,
+                held_back: 0,
+            },
+        }
+    }
+}
+
 /// One panel's figures for one node.
 struct Pair {
     estimate: Option<u64>,
     actual: Option<u64>,
     floor: bool,
     budget: bool,
+    /// Calls held back by the budget, said beside the requests bar.
+    held_back: u32,
 }
 
 #[cfg(test)]
@@ -320,6 +343,7 @@ mod tests {
                 output_tokens_floor: true,
                 budget_used: 3,
                 max_calls: Some(3),
+                held_back: 0,
             }],
         };
         let svg = chart.to_svg();
