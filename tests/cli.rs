@@ -36,11 +36,10 @@ fn binary() -> PathBuf {
         .clone()
 }
 
+/// Runs the example, its colours left to its own judgement (no `NO_COLOR`, no `CLICOLOR_FORCE`
+/// from the environment of the test).
 fn run(args: &[&str]) -> Output {
-    Command::new(binary())
-        .args(args)
-        .output()
-        .expect("the example runs")
+    run_env(args, &[])
 }
 
 fn code(o: &Output) -> i32 {

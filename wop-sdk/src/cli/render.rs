@@ -226,6 +226,7 @@ pub(super) fn render_events(events: &[RunEvent], out: &mut dyn Write) -> std::io
                         writeln!(out, "        {k}:")?;
                         write_indented(out, v, "          ")?;
                     }
+                    Value::String(text) => writeln!(out, "        {k}: {text}")?,
                     _ => writeln!(out, "        {k}: {v}")?,
                 }
             }
@@ -270,6 +271,53 @@ mod tests {
             );
             assert_eq!(l.chars().nth(end), Some(' '), "`{l}` in\n{text}");
         }
+    }
+
+    fn call(charged: u32, requests: Option<u32>, tokens: Option<u64>, status: &str) -> CallReport {
+        CallReport {
+            call_index: 0,
+            charged,
+            requests,
+            output_tokens: tokens,
+            usage_complete: tokens.map(|_| true),
+            status: status.to_owned(),
+            retry_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_call_summary_never_invents_a_zero() {
+        let failed = call_summary(&call(3, None, None, "envelope_refusal"));
+        assert!(
+            failed.starts_with("failed (envelope_refusal): 3 reserved and charged"),
+            "{failed}"
+        );
+        assert!(
+            failed.contains("requests and output tokens unknown"),
+            "{failed}"
+        );
+        assert!(!failed.contains(" 0 "), "{failed}");
+        let refused = call_summary(&call(
+            0,
+            None,
+            None,
+            crate::wire::ErrorCode::BudgetExhausted.as_str(),
+        ));
+        assert!(refused.contains("never sent, nothing charged"), "{refused}");
+        assert!(refused.contains("the budget doing its job"), "{refused}");
+        let mut floor = call(2, Some(2), Some(40), "ok");
+        floor.usage_complete = Some(false);
+        assert_eq!(
+            call_summary(&floor),
+            "2 requests, at least 40 output tokens (usage withheld), ok, charged 2"
+        );
+        let no_tokens = call_summary(&call(1, Some(1), None, "ok"));
+        assert!(no_tokens.contains("output tokens unknown"), "{no_tokens}");
+        let no_attempts = call_summary(&call(3, None, None, "ok"));
+        assert!(
+            no_attempts.contains("the host reports no attempts"),
+            "{no_attempts}"
+        );
     }
 
     #[test]
