@@ -227,6 +227,15 @@ struct Inner {
     out: Mutex<Out>,
 }
 
+impl Drop for Inner {
+    /// A live indicator never outlives its progress, whichever way the command ended.
+    fn drop(&mut self) {
+        if let Out::Live(bar) = self.out.get_mut().unwrap_or_else(PoisonError::into_inner) {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 /// Where progress lines go. Cheap to clone: clones share the clock and the output.
 #[derive(Clone)]
 pub struct Progress(Arc<Inner>);
