@@ -429,7 +429,19 @@ fn pack_name() -> String {
     v["name"].as_str().expect("name").to_owned()
 }
 
-const OUTLINE: &str = "community.bookai.plan-outline";
+/// The type id of the pack's node whose id ends with `-suffix`, as its manifest says.
+fn node(suffix: &str) -> String {
+    let o = run(&["manifest"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("pack.json");
+    v["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["typeId"].as_str())
+        .find(|id| id.ends_with(&format!(".{suffix}")))
+        .unwrap_or_else(|| panic!("no node `{suffix}` in the manifest"))
+        .to_owned()
+}
 
 /// Three replies, each truncated: the call fails after three requests.
 fn truncated_script() -> PathBuf {
@@ -494,10 +506,11 @@ fn version_and_help_describe_the_pack_and_the_script_format() {
 fn a_failed_call_shows_what_was_reserved_and_what_was_sent_never_a_made_up_zero() {
     let script = truncated_script();
     let script = script.to_str().expect("utf-8");
+    let outline = node("plan-outline");
     let args = [
         "run",
         "--node",
-        OUTLINE,
+        &outline,
         "--input-json",
         BRIEF,
         "--script",
@@ -550,10 +563,11 @@ fn a_failed_call_shows_what_was_reserved_and_what_was_sent_never_a_made_up_zero(
 #[test]
 fn a_reply_that_withheld_usage_is_a_floor_and_has_its_progress_line() {
     let script = withheld_script();
+    let outline = node("plan-outline");
     let o = run(&[
         "run",
         "--node",
-        OUTLINE,
+        &outline,
         "--input-json",
         BRIEF,
         "--script",
@@ -583,10 +597,11 @@ fn a_reply_that_withheld_usage_is_a_floor_and_has_its_progress_line() {
 fn run_report_draws_estimate_against_actual() {
     let script = withheld_script();
     let svg_path = temp("report.svg", "");
+    let outline = node("plan-outline");
     let o = run(&[
         "run",
         "--node",
-        OUTLINE,
+        &outline,
         "--input-json",
         BRIEF,
         "--script",
@@ -649,7 +664,7 @@ fn run_report_draws_estimate_against_actual() {
     let o = run(&[
         "run",
         "--node",
-        OUTLINE,
+        &outline,
         "--input-json",
         BRIEF,
         "--script",
@@ -676,12 +691,13 @@ fn events_pretty_print_their_payloads() {
         "events-script.json",
         r#"[{"content": "Tighten the ending.", "usage": {"outputTokens": 12}}]"#,
     );
+    let review_node = node("review-chapter");
     let review = json!({"draft": {"number": 1, "scenes": [
         {"beat": "b", "text": "t", "placeholder": false, "repaired": false}]}});
     let o = run(&[
         "run",
         "--node",
-        "community.bookai.review-chapter",
+        &review_node,
         "--input-json",
         &review.to_string(),
         "--script",
@@ -732,6 +748,7 @@ fn a_closed_pipe_ends_the_command_quietly() {
         {"beat": "b", "text": "t", "placeholder": false, "repaired": false}]}})
     .to_string();
     let script = script.to_str().expect("utf-8");
+    let review_node = node("review-chapter");
     for args in [
         &["manifest"][..],
         &["conformance"],
@@ -742,7 +759,7 @@ fn a_closed_pipe_ends_the_command_quietly() {
         &[
             "run",
             "--node",
-            "community.bookai.review-chapter",
+            &review_node,
             "--input-json",
             &review,
             "--script",
@@ -758,11 +775,9 @@ fn a_closed_pipe_ends_the_command_quietly() {
         assert!(!err.contains("error"), "{args:?}: {err}");
     }
     // A refused command still says why on standard error, with its own exit code.
-    let o = run_into_closed_pipe(&[
-        "estimate",
-        "--input-json",
-        &json!({OUTLINE: {}}).to_string(),
-    ]);
+    let mut bad = serde_json::Map::new();
+    bad.insert(node("plan-outline"), json!({}));
+    let o = run_into_closed_pipe(&["estimate", "--input-json", &Value::Object(bad).to_string()]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(!stderr(&o).contains("Broken pipe"), "{}", stderr(&o));
 }
@@ -770,10 +785,11 @@ fn a_closed_pipe_ends_the_command_quietly() {
 #[test]
 fn colours_only_on_request_and_never_with_no_color() {
     let script = withheld_script();
+    let outline = node("plan-outline");
     let args = [
         "run",
         "--node",
-        OUTLINE,
+        &outline,
         "--input-json",
         BRIEF,
         "--script",
