@@ -497,8 +497,9 @@ fn plan_of(
     })
 }
 
-/// The provider behind `run` and `replay`. The local host's scripted provider serves the
-/// `--script` file or the input's `script`; a replay sends nothing.
+/// The provider behind `run` and `replay`: the one place it is chosen (provider flags, added to
+/// [`RunArgs`], pick another here). The local host's scripted provider serves the `--script`
+/// file or the input's `script`; a replay sends nothing. Whatever it is, [`host_with`] watches it.
 fn provider() -> Arc<dyn Provider> {
     Arc::new(ScriptedProvider::default())
 }
