@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --example book_ai                      # the demo: estimate, progress, report
+//! cargo run --example book_ai -- --report docs/report.svg   # the demo, and its picture
 //! cargo run --example book_ai -- manifest          # pack.json
 //! cargo run --example book_ai -- estimate --input-json '{"community.bookai.plan-outline": {...}}'
 //! cargo run --example book_ai -- run --node community.bookai.plan-outline --input brief.json --script s.json
@@ -16,15 +17,19 @@ mod pack;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // With arguments, this binary is the pack's command line.
-    if std::env::args_os().len() > 1 {
-        return wop_sdk::cli::main(pack::pack());
-    }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    // No arguments: the demo; `--report FILE.svg`: the demo and its picture. Any other
+    // arguments: this binary is the pack's command line.
+    let report = match args.as_slice() {
+        [] => None,
+        [flag, path] if flag == "--report" => Some(std::path::PathBuf::from(path)),
+        _ => return wop_sdk::cli::main(pack::pack()),
+    };
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(demo::main()),
+        Ok(rt) => rt.block_on(demo::main(report)),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             ExitCode::FAILURE

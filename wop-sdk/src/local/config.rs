@@ -206,6 +206,14 @@ impl LocalHostBuilder {
         self
     }
 
+    /// The scripted provider that serves per-run scripts, when the provider is a wrapper around
+    /// one (a provider that is itself a [`ScriptedProvider`] serves them without this).
+    #[must_use]
+    pub fn scripts(mut self, scripts: ScriptedProvider) -> Self {
+        self.scripts = Some(scripts);
+        self
+    }
+
     /// The journal (default: in memory; see [`LocalHostBuilder::sqlite_journal`] for the durable one).
     #[must_use]
     pub fn journal(mut self, j: Arc<dyn Journal>) -> Self {
