@@ -6,9 +6,12 @@
 
 use crate::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::Waker;
 
 /// A boxed, `Send` future: what the host trait's methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -99,6 +102,11 @@ pub struct HostFailure {
 ///   parses it as a host does ([`CallAiRequest::from_json_for_host`]: a malformed `retry` is a
 ///   `validation_error` naming the key when the host advertises `retryPolicy`, ignored when it
 ///   does not) and calls [`Host::call_ai`].
+/// - [`Host::call_ai_stream`] is a streamed call: the same contract as [`Host::call_ai`] for
+///   its terminal result, plus provisional items written to a [`StreamSink`] while the call runs
+///   (text fragments, a restart marker when a host retry begins another provider request, a
+///   replay marker when the terminal result is a recorded one). The default writes nothing and
+///   calls [`Host::call_ai`]: on such a host the terminal item is the stream's only item.
 /// - [`Host::settle_ai_failure`] is given the failures pack code settled (or propagated); a host
 ///   refuses a token that is not a failure of that run.
 /// - [`Host::record_event`] appends to the run's event log (the runtime records `node.*` events);
@@ -142,6 +150,26 @@ pub trait Host: Send + Sync {
         }
     }
 
+    /// One streamed `ctx.callAI` call (`callAIStream`): provisional items go to `sink` while the
+    /// call runs; the returned future is the terminal result, exactly as [`Host::call_ai`]'s.
+    ///
+    /// A host that retries inside the call writes [`StreamDelta::Restart`] before each further
+    /// provider request (fragments before it belong to a discarded attempt), and a host that
+    /// answers from its records writes [`StreamDelta::Replay`] and no fragment. Dropping the
+    /// future cancels the call as it cancels a plain one.
+    ///
+    /// The default writes nothing and calls [`Host::call_ai`], so a host that cannot stream (an
+    /// older host, a bridge) still serves streamed calls: the terminal item is then the only item.
+    fn call_ai_stream<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+        sink: &'a StreamSink,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        let _ = sink;
+        self.call_ai(key, request)
+    }
+
     /// Settles a failure of `run`.
     fn settle_ai_failure<'a>(
         &'a self,
@@ -159,4 +187,107 @@ pub trait Host: Send + Sync {
 
     /// The run's event log, in sequence order.
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>>;
+}
+
+/// A provisional item of a streamed call, as a host writes it to a [`StreamSink`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamDelta {
+    /// Text the current provider request produced so far (provisional: it is not the result).
+    Fragment(String),
+    /// The host began provider request `attempt` (2, 3, …) of the same call: every fragment
+    /// written before belongs to a discarded attempt.
+    Restart {
+        /// The new request's number within the call (1 is the first request).
+        attempt: u32,
+    },
+    /// The terminal result is a recorded one (a redelivery, a replay fork, a reattachment): no
+    /// fragment follows and no provider request is made for it.
+    Replay,
+}
+
+#[derive(Debug, Default)]
+struct SinkState {
+    queue: VecDeque<StreamDelta>,
+    waker: Option<Waker>,
+    /// The reader gave up on provisional items (it only waits for the terminal result).
+    discarding: bool,
+}
+
+/// Where a host writes the provisional items of one streamed call, for the runtime to hand to
+/// pack code. Cheap to clone (clones share the queue); writing never blocks.
+///
+/// The runtime reads an item before it asks the host for more work, so the queue holds at most
+/// what the host produced between two reads.
+#[derive(Clone, Debug, Default)]
+pub struct StreamSink(Arc<Mutex<SinkState>>);
+
+impl StreamSink {
+    /// An empty sink.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, SinkState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Writes one item; wakes the reader if it waits.
+    pub fn push(&self, delta: StreamDelta) {
+        let waker = {
+            let mut s = self.state();
+            if s.discarding {
+                return;
+            }
+            s.queue.push_back(delta);
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// Writes a text fragment of the current attempt (an empty one is not written).
+    pub fn fragment(&self, text: &str) {
+        if !text.is_empty() {
+            self.push(StreamDelta::Fragment(text.to_owned()));
+        }
+    }
+
+    /// Writes the restart marker of provider request `attempt`.
+    pub fn restart(&self, attempt: u32) {
+        self.push(StreamDelta::Restart { attempt });
+    }
+
+    /// Writes the replay marker.
+    pub fn replay(&self) {
+        self.push(StreamDelta::Replay);
+    }
+
+    /// The next item written, if any.
+    pub(crate) fn pop(&self) -> Option<StreamDelta> {
+        self.state().queue.pop_front()
+    }
+
+    /// Forgets a waiting reader (it is being polled now).
+    pub(crate) fn unpark(&self) {
+        self.state().waker = None;
+    }
+
+    /// Parks the reader until the next write; `false` (not parked) when an item is waiting.
+    pub(crate) fn park(&self, waker: &Waker) -> bool {
+        let mut s = self.state();
+        if !s.queue.is_empty() {
+            return false;
+        }
+        s.waker = Some(waker.clone());
+        true
+    }
+
+    /// Drops what was written and every later write: the reader waits for the terminal result
+    /// only.
+    pub(crate) fn discard(&self) {
+        let mut s = self.state();
+        s.discarding = true;
+        s.queue.clear();
+    }
 }

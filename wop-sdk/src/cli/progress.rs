@@ -143,6 +143,19 @@ impl Provider for WatchedProvider {
             answer
         })
     }
+
+    fn generate_stream<'a>(
+        &'a self,
+        request: ProviderRequest,
+        on_chunk: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
+        Box::pin(async move {
+            let seen = request.clone();
+            let answer = self.inner.generate_stream(request, on_chunk).await;
+            (self.watch)(&seen, &answer);
+            answer
+        })
+    }
 }
 
 /// Whether to colour output: a terminal (or `CLICOLOR_FORCE` set to anything but `0`), and

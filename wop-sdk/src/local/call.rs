@@ -8,7 +8,7 @@ use super::events::CallEvents;
 use super::provider::{ProviderError, ProviderReply, ProviderRequest};
 use super::retry::{Backoff, End, Miss, Observed, RetryLoop};
 use crate::budget::AttemptPlan;
-use crate::host::AttemptKey;
+use crate::host::{AttemptKey, StreamSink};
 use crate::journal::{Charge, Outcome};
 use crate::policy::RetryPolicy;
 use crate::wire::{
@@ -59,6 +59,8 @@ pub(crate) struct Call<'a> {
     pub(crate) request: &'a CallAiRequest,
     pub(crate) attempt_id: &'a str,
     pub(crate) plan: AttemptPlan,
+    /// A streamed call: where its provisional items go.
+    pub(crate) sink: Option<&'a StreamSink>,
 }
 
 impl Call<'_> {
@@ -74,6 +76,7 @@ impl Call<'_> {
             &self.key.run_id,
             &self.key.node_id,
             provider_name,
+            self.key.call_index,
         );
         let mut l = RetryLoop::new(
             self.plan,
@@ -90,6 +93,12 @@ impl Call<'_> {
         let mut validator = None;
         loop {
             let attempt = l.next(&mut |s| events.signal(s));
+            if attempt.number > 1
+                && let Some(sink) = self.sink
+            {
+                // What was streamed so far belongs to a discarded attempt.
+                sink.restart(attempt.number);
+            }
             if !attempt.delay.is_zero() {
                 tokio::time::sleep(attempt.delay).await;
             }
@@ -128,7 +137,19 @@ impl Call<'_> {
                 mode: attempt.mode,
                 attempt: attempt.number,
             };
-            let answer = inner.guard.send(inner.provider.as_ref(), request).await;
+            let answer = match self.sink {
+                None => inner.guard.send(inner.provider.as_ref(), request).await,
+                Some(sink) => {
+                    let number = attempt.number;
+                    let events = &mut events;
+                    let mut forward = |chunk: &str| {
+                        sink.fragment(chunk);
+                        events.chunk(chunk, number);
+                    };
+                    let provider = inner.provider.as_ref();
+                    inner.guard.send_stream(provider, request, &mut forward).await
+                }
+            };
             drop(permit);
             let mut accepted = None;
             let observed = match answer {
@@ -281,7 +302,10 @@ impl Call<'_> {
         })
     }
 
-    fn end_completed(self, a: Accepted, l: &RetryLoop, events: CallEvents<'_>) -> Finished {
+    fn end_completed(self, a: Accepted, l: &RetryLoop, mut events: CallEvents<'_>) -> Finished {
+        if self.sink.is_some() {
+            events.last_chunk(Some((a.reply.finish_reason, a.reply.model.as_deref())));
+        }
         let structured = self.request.is_structured();
         let result = CallAiResult {
             data: a.data,
@@ -313,8 +337,11 @@ impl Call<'_> {
         public: ErrorEnvelope,
         cause: String,
         l: &RetryLoop,
-        events: CallEvents<'_>,
+        mut events: CallEvents<'_>,
     ) -> Finished {
+        if self.sink.is_some() {
+            events.last_chunk(None);
+        }
         Finished {
             outcome: Outcome::Failed {
                 public,
@@ -327,7 +354,10 @@ impl Call<'_> {
         }
     }
 
-    fn end_ambiguous(self, cause: String, events: CallEvents<'_>) -> Finished {
+    fn end_ambiguous(self, cause: String, mut events: CallEvents<'_>) -> Finished {
+        if self.sink.is_some() {
+            events.last_chunk(None);
+        }
         let public = ErrorEnvelope::new(
             ErrorCode::UpstreamUnavailable,
             "the outcome of the provider dispatch is unknown; the call is not repeated and not charged",

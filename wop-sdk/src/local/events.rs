@@ -3,9 +3,12 @@
 
 use super::retry::Signal;
 use crate::host::RunId;
-use crate::wire::{RunEvent, Usage, kind};
+use crate::wire::{FinishReason, RunEvent, Usage, kind};
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+/// `output.chunk` (OpenWOP v2 `outputChunk`): streamed output of an AI call.
+pub(crate) const OUTPUT_CHUNK: &str = "output.chunk";
 
 /// Receives every event as it happens (before its journal write): for progress lines.
 pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
@@ -32,16 +35,25 @@ pub(crate) struct CallEvents<'a> {
     run: &'a RunId,
     node_id: &'a str,
     provider: &'a str,
+    /// The call's index within its node execution (`x-callIndex` of its chunks).
+    call_index: u32,
     pub(crate) buffer: Vec<(String, Value)>,
 }
 
 impl<'a> CallEvents<'a> {
-    pub(crate) fn new(live: &'a Live, run: &'a RunId, node_id: &'a str, provider: &'a str) -> Self {
+    pub(crate) fn new(
+        live: &'a Live,
+        run: &'a RunId,
+        node_id: &'a str,
+        provider: &'a str,
+        call_index: u32,
+    ) -> Self {
         Self {
             live,
             run,
             node_id,
             provider,
+            call_index,
             buffer: Vec::new(),
         }
     }
@@ -81,6 +93,58 @@ impl<'a> CallEvents<'a> {
     pub(crate) fn refusal(&mut self, model: &str) {
         let p = json!({"provider": self.provider, "model": model});
         self.emit(kind::REFUSAL, p);
+    }
+
+    /// `output.chunk` for a piece of streamed text of provider request `attempt`. The payload
+    /// is the schema's (`nodeId`, `runId`, `chunk`, `isLast`) and two keys under its `x-`
+    /// extension rule: `x-attempt` (chunks of a discarded attempt are told apart from the
+    /// final one's by it; an `envelope.retry-attempted` comes between) and `x-callIndex` (the
+    /// call within the node execution).
+    pub(crate) fn chunk(&mut self, text: &str, attempt: u32) {
+        if text.is_empty() {
+            return;
+        }
+        let p = json!({
+            "runId": self.run.as_str(),
+            "chunk": text,
+            "isLast": false,
+            "x-attempt": attempt,
+            "x-callIndex": self.call_index,
+        });
+        self.emit(OUTPUT_CHUNK, p);
+    }
+
+    /// The closing `output.chunk` of a streamed call (`isLast: true`, empty text): for a
+    /// completed call with the final attempt's finish reason and model in `meta`; without
+    /// `meta` for a failed one.
+    pub(crate) fn last_chunk(&mut self, completed: Option<(FinishReason, Option<&str>)>) {
+        let mut p = json!({
+            "runId": self.run.as_str(),
+            "chunk": "",
+            "isLast": true,
+            "x-callIndex": self.call_index,
+        });
+        if let Some((finish, model)) = completed {
+            // The schema's `meta.finishReason` spells them the v1 way.
+            let reason = match finish {
+                FinishReason::Stop => Some("stop"),
+                FinishReason::Length => Some("length"),
+                FinishReason::ContentFilter => Some("content_filter"),
+                FinishReason::ToolCall => Some("tool_calls"),
+                FinishReason::Other => None,
+            };
+            let mut meta = serde_json::Map::new();
+            if let Some(r) = reason {
+                meta.insert("finishReason".into(), json!(r));
+            }
+            if let Some(m) = model {
+                meta.insert("model".into(), json!(m));
+            }
+            p["meta"] = Value::Object(meta);
+        } else {
+            p["x-failed"] = json!(true);
+        }
+        self.emit(OUTPUT_CHUNK, p);
     }
 
     /// What the retry loop announces.

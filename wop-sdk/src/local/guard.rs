@@ -32,6 +32,32 @@ impl ReplyGuard {
             })
     }
 
+    /// [`ReplyGuard::send`] for a streamed call: chunks go to `on_chunk` until the size limit
+    /// (past it nothing more is forwarded; the whole reply is judged as any other).
+    pub(crate) async fn send_stream(
+        &self,
+        provider: &dyn Provider,
+        request: ProviderRequest,
+        on_chunk: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<ProviderReply, ProviderError> {
+        let mut forwarded = 0usize;
+        let max = self.max_bytes;
+        let mut bounded = |chunk: &str| {
+            forwarded = forwarded.saturating_add(chunk.len());
+            if forwarded <= max {
+                on_chunk(chunk);
+            }
+        };
+        tokio::time::timeout(self.timeout, provider.generate_stream(request, &mut bounded))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ProviderError::NoAnswer(format!(
+                    "no complete answer within {} ms",
+                    self.timeout.as_millis()
+                )))
+            })
+    }
+
     /// Why a reply is too large, if it is.
     pub(crate) fn oversized(&self, reply: &ProviderReply) -> Option<String> {
         (reply.content.len() > self.max_bytes).then(|| {

@@ -1,7 +1,7 @@
 //! The local host as a [`Host`]: a thin layer over its parts.
 
 use super::LocalHost;
-use crate::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
+use crate::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId, StreamSink};
 use crate::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
 use serde_json::Value;
 
@@ -15,7 +15,16 @@ impl Host for LocalHost {
         key: &'a AttemptKey,
         request: &'a CallAiRequest,
     ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
-        Box::pin(self.inner.serve(key, request))
+        Box::pin(self.inner.serve(key, request, None))
+    }
+
+    fn call_ai_stream<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+        sink: &'a StreamSink,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(self.inner.serve(key, request, Some(sink)))
     }
 
     fn refuse(&self, key: &AttemptKey, public: ErrorEnvelope) -> HostFailure {

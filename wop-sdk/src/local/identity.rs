@@ -10,7 +10,7 @@
 
 use super::call::{Call, plan};
 use super::{Inner, lock};
-use crate::host::{AttemptKey, HostFailure, RunId};
+use crate::host::{AttemptKey, HostFailure, RunId, StreamSink};
 use crate::journal::{Begin, Fingerprint, Outcome, fingerprint};
 use crate::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
 use std::collections::HashMap;
@@ -110,10 +110,23 @@ impl Inner {
         HostFailure { public, token }
     }
 
-    /// One call, by the protocol above.
-    pub(crate) async fn serve(&self, key: &AttemptKey, request: &CallAiRequest) -> Answer {
+    /// One call, by the protocol above. `sink`: a streamed call, whose provisional items go
+    /// there; a recorded outcome (replayed or reattached) is announced with the replay marker and
+    /// has no fragments.
+    pub(crate) async fn serve(
+        &self,
+        key: &AttemptKey,
+        request: &CallAiRequest,
+        sink: Option<&StreamSink>,
+    ) -> Answer {
         if let Some(source) = self.runs.replay_source(&key.run_id) {
-            return self.replay_call(key, &source, request).await;
+            let answer = self.replay_call(key, &source, request).await;
+            if answer.is_ok()
+                && let Some(sink) = sink
+            {
+                sink.replay();
+            }
+            return answer;
         }
         if let Some(id) = &request.retry_of_attempt_id {
             let known = self
@@ -137,11 +150,15 @@ impl Inner {
         let fp = fingerprint(request);
         match self.identities.enter(key, fp) {
             Entry::Fresh(slot) => {
-                let answer = self.dispatch_fresh(key, request, &fp).await;
+                let answer = self.dispatch_fresh(key, request, &fp, sink).await;
                 slot.finish(&answer);
                 answer
             }
             Entry::Attach(mut rx) => {
+                if let Some(sink) = sink {
+                    // Reattached: the terminal result of the dispatch in flight, no fragments.
+                    sink.replay();
+                }
                 let answer = rx
                     .wait_for(Option::is_some)
                     .await
@@ -204,6 +221,7 @@ impl Inner {
         key: &AttemptKey,
         request: &CallAiRequest,
         fp: &Fingerprint,
+        sink: Option<&StreamSink>,
     ) -> Answer {
         let structured = request.is_structured();
         let attempt_id = self.identities.new_attempt_id();
@@ -228,6 +246,10 @@ impl Inner {
         match begin {
             Begin::Fresh => {}
             Begin::Recorded { outcome, .. } => {
+                // Redelivery: the recorded terminal result, never a new generation.
+                if let Some(sink) = sink {
+                    sink.replay();
+                }
                 return self.replay_outcome(key, outcome, structured);
             }
             Begin::Mismatch => return Err(self.mismatch(key)),
@@ -255,6 +277,7 @@ impl Inner {
             request,
             attempt_id: &attempt_id,
             plan,
+            sink,
         }
         .dispatch()
         .await;

@@ -11,7 +11,9 @@
 //!   {"content": "…", "usage": false},
 //!   {"finishReason": "content-filter", "content": "I can't help with that."},
 //!   {"error": "503 from upstream"},
-//!   {"hang": true} ]
+//!   {"hang": true},
+//!   {"chunks": ["{\"text\": \"Mara", " climbed\"}"], "usage": {"outputTokens": 12}},
+//!   {"chunks": ["Once upon", " a time"], "cut": true} ]
 //! ```
 //!
 //! - `content`: a string (sent as is) or any other JSON value (sent as its JSON text).
@@ -23,6 +25,14 @@
 //!   reported no usage.
 //! - `hang`: the reply never comes.
 //! - `raw`: base64-free escape for hostile tests: an array of byte values sent as the content.
+//! - `chunks`: an array of strings, the reply as a streamed call receives it, one chunk at a time
+//!   (instead of `content`; the reply's content is the chunks joined). With `error`, `hang` or
+//!   `cut` beside it, the chunks are sent and then the step fails that way: a failure after some
+//!   chunks. A plain (not streamed) call receives the joined reply, or the failure, at once.
+//! - `cut`: the connection closes before the reply is complete (after the `chunks`, if any): the
+//!   host gets no answer, so the dispatch is ambiguous.
+//!
+//! A step without `chunks` reaches a streamed call as one chunk (the provider's default).
 //!
 //! The mock clamps each reported `outputTokens` to the request's `maxTokens`; a reply whose
 //! declared `outputTokens` exceeds the request's budget is served truncated (`finishReason:
@@ -55,6 +65,16 @@ pub enum Step {
     Error(String),
     /// No reply ever.
     Hang,
+    /// The connection closes before the reply is complete: no answer.
+    Cut,
+    /// A streamed reply: `chunks`, one at a time, then `end` (a [`Step::Reply`] whose content
+    /// follows the chunks, usually empty; or a failure after the chunks).
+    Chunked {
+        /// The pieces of text, in order.
+        chunks: Vec<String>,
+        /// What follows them.
+        end: Box<Step>,
+    },
 }
 
 impl Step {
@@ -113,6 +133,32 @@ impl Step {
         self
     }
 
+    /// A streamed reply of `chunks` (joined, they are the content) and `output_tokens` of usage.
+    pub fn chunks<I, S>(chunks: I, output_tokens: u64) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self::Chunked {
+            chunks: chunks.into_iter().map(Into::into).collect(),
+            end: Box::new(Self::text("", output_tokens)),
+        }
+    }
+
+    /// The same chunks, then `end` instead of the reply's completion (a failure after some
+    /// chunks: [`Step::Error`], [`Step::Cut`], [`Step::Hang`]). On a step without chunks, `end`
+    /// itself.
+    #[must_use]
+    pub fn then(self, end: Step) -> Self {
+        match self {
+            Self::Chunked { chunks, .. } => Self::Chunked {
+                chunks,
+                end: Box::new(end),
+            },
+            _ => end,
+        }
+    }
+
     /// Parses one step of the JSON script format; errors name the field (`script[3].usage`).
     pub fn from_json(v: &Value, index: usize) -> Result<Self, WireError> {
         let at = |k: &str| format!("script[{index}].{k}");
@@ -122,6 +168,39 @@ impl Step {
                 "must be an object",
             ));
         };
+        if let Some(chunks) = m.get("chunks") {
+            let Value::Array(items) = chunks else {
+                return Err(WireError::validation(
+                    at("chunks"),
+                    "must be an array of strings",
+                ));
+            };
+            let chunks = items
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    c.as_str().map(str::to_owned).ok_or_else(|| {
+                        WireError::validation(at(&format!("chunks[{i}]")), "must be a string")
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if m.contains_key("content") || m.contains_key("raw") {
+                return Err(WireError::validation(
+                    at("content"),
+                    "cannot be given with `chunks`: the chunks joined are the content",
+                ));
+            }
+            let mut rest = m.clone();
+            rest.remove("chunks");
+            let end = Self::from_json(&Value::Object(rest), index)?;
+            return Ok(Self::Chunked {
+                chunks,
+                end: Box::new(end),
+            });
+        }
+        if m.get("cut") == Some(&Value::Bool(true)) {
+            return Ok(Self::Cut);
+        }
         if let Some(e) = m.get("error") {
             return match e {
                 Value::String(s) => Ok(Self::Error(s.clone())),
@@ -349,6 +428,105 @@ fn clamp(mut reply: ProviderReply, max_tokens: u32) -> ProviderReply {
     reply
 }
 
+impl ScriptedProvider {
+    /// Serves the next step of `request`'s script; `on_chunk` (a streamed call) receives the
+    /// chunks one at a time, each after a turn of the scheduler, as a network stream would.
+    async fn serve(
+        &self,
+        request: ProviderRequest,
+        mut on_chunk: Option<&mut (dyn FnMut(&str) + Send)>,
+    ) -> Result<ProviderReply, ProviderError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        let _guard = InFlight(&self.in_flight);
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        let max_tokens = request.max_tokens;
+        let step = {
+            let mut s = self.lock();
+            let step = match s.per_run.get_mut(&request.run_id) {
+                Some(own) => own.pop_front(),
+                None => s.shared.pop_front(),
+            };
+            s.received.push(request);
+            step
+        };
+        // Let other tasks run, as a real provider round trip would.
+        tokio::task::yield_now().await;
+        let (chunks, end) = match step {
+            Some(Step::Chunked { chunks, end }) => (chunks, *end),
+            Some(other) => (Vec::new(), other),
+            None => {
+                return Err(ProviderError::Failed(
+                    "the mock script is exhausted".into(),
+                ));
+            }
+        };
+        let streamed = !chunks.is_empty();
+        let reply = match end {
+            // A scripted error reply reached the provider; the host may retry it at once.
+            Step::Error(e) => Err(ProviderError::Transient {
+                message: e,
+                retry_after: Some(std::time::Duration::ZERO),
+                reached: true,
+            }),
+            Step::Cut => Err(ProviderError::NoAnswer(
+                "the connection closed before the reply was complete".into(),
+            )),
+            Step::Hang | Step::Chunked { .. } => Ok(None),
+            Step::Reply {
+                content,
+                finish_reason,
+                usage,
+                mode,
+            } => {
+                let mut joined: Vec<u8> = chunks.concat().into_bytes();
+                joined.extend_from_slice(&content);
+                let reply = ProviderReply {
+                    content: joined,
+                    finish_reason,
+                    usage,
+                    mode,
+                    model: Some("mock-1".into()),
+                };
+                Ok(Some(clamp(reply, max_tokens)))
+            }
+        };
+        if let Some(on_chunk) = on_chunk.as_deref_mut() {
+            // The chunks a streamed call sees are those of the reply as served (a clamped reply
+            // was cut short), or all of them before a failure.
+            let mut left = match &reply {
+                Ok(Some(r)) => r.content.len(),
+                _ => usize::MAX,
+            };
+            let pieces: Vec<&str> = if streamed {
+                chunks.iter().map(String::as_str).collect()
+            } else {
+                Vec::new()
+            };
+            for piece in pieces {
+                if left == 0 {
+                    break;
+                }
+                let mut cut = piece.len().min(left);
+                while !piece.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                left -= cut;
+                on_chunk(&piece[..cut]);
+                tokio::task::yield_now().await;
+            }
+            if !streamed && let Ok(Some(r)) = &reply {
+                // A step without chunks reaches a streamed call as one chunk.
+                on_chunk(&String::from_utf8_lossy(&r.content));
+            }
+        }
+        match reply {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => std::future::pending().await,
+            Err(e) => Err(e),
+        }
+    }
+}
+
 impl Provider for ScriptedProvider {
     fn name(&self) -> &str {
         "mock"
@@ -358,47 +536,14 @@ impl Provider for ScriptedProvider {
         &'a self,
         request: ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
-        Box::pin(async move {
-            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            let _guard = InFlight(&self.in_flight);
-            self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-            let max_tokens = request.max_tokens;
-            let step = {
-                let mut s = self.lock();
-                let step = match s.per_run.get_mut(&request.run_id) {
-                    Some(own) => own.pop_front(),
-                    None => s.shared.pop_front(),
-                };
-                s.received.push(request);
-                step
-            };
-            // Let other tasks run, as a real provider round trip would.
-            tokio::task::yield_now().await;
-            match step {
-                None => Err(ProviderError::Failed("the mock script is exhausted".into())),
-                // A scripted error reply reached the provider; the host may retry it at once.
-                Some(Step::Error(e)) => Err(ProviderError::Transient {
-                    message: e,
-                    retry_after: Some(std::time::Duration::ZERO),
-                    reached: true,
-                }),
-                Some(Step::Hang) => std::future::pending().await,
-                Some(Step::Reply {
-                    content,
-                    finish_reason,
-                    usage,
-                    mode,
-                }) => {
-                    let reply = ProviderReply {
-                        content,
-                        finish_reason,
-                        usage,
-                        mode,
-                        model: Some("mock-1".into()),
-                    };
-                    Ok(clamp(reply, max_tokens))
-                }
-            }
-        })
+        Box::pin(self.serve(request, None))
+    }
+
+    fn generate_stream<'a>(
+        &'a self,
+        request: ProviderRequest,
+        on_chunk: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
+        Box::pin(self.serve(request, Some(on_chunk)))
     }
 }

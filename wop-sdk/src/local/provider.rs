@@ -93,4 +93,22 @@ pub trait Provider: Send + Sync {
         &'a self,
         request: ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>>;
+
+    /// Sends one request for a streamed call: each piece of text goes to `on_chunk` as it
+    /// arrives, and the reply, whole, is returned at the end as [`Provider::generate`] returns
+    /// it (its `content` is the chunks joined). An error after some chunks is the request's
+    /// answer: the chunks were provisional.
+    ///
+    /// The default streams nothing until the reply is complete: one chunk, the whole reply.
+    fn generate_stream<'a>(
+        &'a self,
+        request: ProviderRequest,
+        on_chunk: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
+        Box::pin(async move {
+            let reply = self.generate(request).await?;
+            on_chunk(&String::from_utf8_lossy(&reply.content));
+            Ok(reply)
+        })
+    }
 }

@@ -6,7 +6,7 @@ use super::ctx::{CallReport, RunState};
 use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Output};
 use crate::budget::AttemptPlan;
 use crate::caps::Capabilities;
-use crate::host::{AttemptKey, FailureToken};
+use crate::host::{AttemptKey, FailureToken, StreamSink};
 use crate::policy::{RetryPolicy, RetryReason};
 use crate::wire::{CallAiResult, ErrorCode, ErrorEnvelope, SemanticStatus};
 use serde_json::Value;
@@ -84,13 +84,23 @@ impl Drop for Reservation<'_> {
     }
 }
 
-/// Makes one call for a node execution. `raw_retry` (the conformance fixture only) sends `retry`
-/// unvalidated through the host's JSON edge.
+/// How a call reaches the host.
+pub(crate) enum Dispatch<'s> {
+    /// [`crate::host::Host::call_ai`].
+    Plain,
+    /// The conformance fixture only: `retry` sent as this raw value, unvalidated, through the
+    /// host's JSON edge.
+    RawRetry(Value),
+    /// [`crate::host::Host::call_ai_stream`], provisional items into the sink.
+    Stream(&'s StreamSink),
+}
+
+/// Makes one call for a node execution.
 pub(crate) async fn call<'run, T: Output>(
     state: &Arc<RunState>,
     request: AiRequest<T>,
     lineage: Option<(String, RetryReason)>,
-    raw_retry: Option<Value>,
+    dispatch: Dispatch<'_>,
 ) -> Result<Completion<'run, T>, AiFailure<'run>> {
     let call_index = state.next_call.fetch_add(1, Ordering::SeqCst);
     let policy = request.policy.unwrap_or(state.default_policy);
@@ -140,9 +150,10 @@ pub(crate) async fn call<'run, T: Output>(
         node_id: state.node_id.clone(),
         call_index,
     };
-    let answer = match raw_retry {
-        None => state.host.call_ai(&key, &wire).await,
-        Some(raw) => {
+    let answer = match dispatch {
+        Dispatch::Plain => state.host.call_ai(&key, &wire).await,
+        Dispatch::Stream(sink) => state.host.call_ai_stream(&key, &wire, sink).await,
+        Dispatch::RawRetry(raw) => {
             let mut json = wire.to_json();
             if let Value::Object(map) = &mut json {
                 map.insert("retry".to_owned(), raw);

@@ -2,7 +2,9 @@
 //! failure book), and what pack code can ask of it.
 
 use super::NodeError;
-use crate::ai::{AiFailure, AiRequest, Brand, Completion, IntoCall, Output};
+use super::call::Dispatch;
+use crate::ai::{AiFailure, AiRequest, Brand, CallStream, Completion, IntoCall, Output};
+use crate::host::StreamSink;
 use crate::budget::{AttemptPlan, BudgetStatus};
 use crate::caps::Capabilities;
 use crate::failure::FailureBook;
@@ -164,7 +166,28 @@ impl<'run> NodeCtx<'run> {
         request: impl IntoCall<'run, T>,
     ) -> Result<Completion<'run, T>, AiFailure<'run>> {
         let (request, lineage) = request.into_parts();
-        super::call::call(&self.state, request, lineage, None).await
+        super::call::call(&self.state, request, lineage, Dispatch::Plain).await
+    }
+
+    /// Makes one streamed `ctx.callAI` call (`callAIStream`): provisional fragments while the
+    /// host works, then the terminal result ([`CallStream::finish`]), the same as
+    /// [`NodeCtx::call_ai`]'s. Admission, budget, lineage and failures are those of a plain call;
+    /// see [`crate::ai::stream`] for what a fragment is and is not.
+    ///
+    /// Dropping the stream before `finish` returns cancels the call as dropping a plain call's
+    /// future does (charged once, as the worst case; reported `cancelled`). The call's index is
+    /// taken when the stream is first read.
+    pub fn call_ai_stream<T: Output>(&self, request: impl IntoCall<'run, T>) -> CallStream<'run, T> {
+        let (request, lineage) = request.into_parts();
+        let sink = StreamSink::new();
+        let writer = sink.clone();
+        let state = Arc::clone(&self.state);
+        CallStream::new(
+            sink,
+            Box::pin(async move {
+                super::call::call(&state, request, lineage, Dispatch::Stream(&writer)).await
+            }),
+        )
     }
 
     /// The conformance fixture's call: `retry` goes to the host as this raw JSON value,
@@ -176,7 +199,7 @@ impl<'run> NodeCtx<'run> {
         request: AiRequest<T>,
         raw_retry: serde_json::Value,
     ) -> Result<Completion<'run, T>, AiFailure<'run>> {
-        super::call::call(&self.state, request, None, Some(raw_retry)).await
+        super::call::call(&self.state, request, None, Dispatch::RawRetry(raw_retry)).await
     }
 
     /// Settles a failure of this run: the host records that the pack handled it. A failure of
