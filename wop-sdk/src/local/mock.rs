@@ -547,3 +547,73 @@ impl Provider for ScriptedProvider {
         Box::pin(self.serve(request, Some(on_chunk)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn chunks_parse_with_what_follows_them_and_errors_name_the_field() {
+        let s = Script::from_json(&json!([
+            {"chunks": ["a", "b"], "usage": {"inputTokens": 10, "outputTokens": 3}},
+            {"chunks": ["a"], "error": "reset"},
+            {"chunks": ["a"], "cut": true},
+            {"chunks": ["a"], "hang": true},
+            {"cut": true}
+        ]))
+        .expect("parses");
+        assert_eq!(s.0[0], Step::chunks(["a", "b"], 3));
+        assert_eq!(
+            s.0[1],
+            Step::chunks(["a"], 0).then(Step::Error("reset".into()))
+        );
+        assert_eq!(s.0[2], Step::chunks(["a"], 0).then(Step::Cut));
+        assert_eq!(s.0[3], Step::chunks(["a"], 0).then(Step::Hang));
+        assert_eq!(s.0[4], Step::Cut);
+
+        let field = |v: Value| Script::from_json(&v).expect_err("refused").field;
+        assert_eq!(field(json!([{"chunks": "ab"}])), "script[0].chunks");
+        assert_eq!(field(json!([{}, {"chunks": ["a", 1]}])), "script[1].chunks[1]");
+        assert_eq!(
+            field(json!([{"chunks": ["a"], "content": "a"}])),
+            "script[0].content"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_streamed_reply_is_its_chunks_and_a_plain_call_gets_them_joined() {
+        let p = ScriptedProvider::new(Script(vec![
+            Step::chunks(["Once", " upon"], 2),
+            Step::chunks(["Once", " upon"], 2),
+            Step::chunks(["Half"], 0).then(Step::Error("reset".into())),
+        ]));
+        let request = ProviderRequest {
+            run_id: RunId::new("r"),
+            node_id: "n".into(),
+            provider: "mock".into(),
+            model: "m".into(),
+            system_prompt: None,
+            messages: Vec::new(),
+            max_tokens: 100,
+            response_schema: None,
+            mode: None,
+            attempt: 1,
+        };
+        let mut seen = Vec::new();
+        let mut on_chunk = |c: &str| seen.push(c.to_owned());
+        let reply = p
+            .generate_stream(request.clone(), &mut on_chunk)
+            .await
+            .expect("reply");
+        assert_eq!(seen, ["Once", " upon"]);
+        assert_eq!(reply.content, b"Once upon");
+        let plain = p.generate(request.clone()).await.expect("reply");
+        assert_eq!(plain.content, b"Once upon");
+        let mut seen = Vec::new();
+        let mut on_chunk = |c: &str| seen.push(c.to_owned());
+        let failed = p.generate_stream(request, &mut on_chunk).await;
+        assert!(matches!(failed, Err(ProviderError::Transient { .. })));
+        assert_eq!(seen, ["Half"]);
+    }
+}
