@@ -388,3 +388,87 @@ async fn the_readmes_picture_is_the_demos_current_output() {
             .expect("README");
     assert!(readme.contains("](docs/report.svg)"), "the README shows it");
 }
+
+#[tokio::test]
+async fn the_streamed_scene_grows_in_the_progress_and_a_host_retry_discards_it() {
+    let (report, lines) = demo_report().await;
+    assert!(report.completed(), "{report}");
+    let draft: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| l.starts_with("draft-1: call 0"))
+        .collect();
+    // Attempt 1 (prose) grows, is discarded by the host's retry, attempt 2 grows to the end.
+    assert_eq!(
+        draft,
+        [
+            "draft-1: call 0, attempt 1: 13 chars so far ...Sure! Here is",
+            "draft-1: call 0, attempt 1: 38 chars so far ...Sure! Here is the scene you asked for:",
+            "draft-1: call 0: 38 chars of attempt 1 discarded",
+            "draft-1: call 0, attempt 2: 55 chars so far ...Quill climbed the lighthouse stairs with",
+            "draft-1: call 0, attempt 2: 94 chars so far ...h the ledger under her arm. The lamp was",
+            "draft-1: call 0, attempt 2: 136 chars so far ...ark for the first time in forty years.\"}",
+            "draft-1: call 0: stream complete, 136 chars",
+        ],
+        "{lines:#?}"
+    );
+    // The repair's first attempt is truncated: its fragments are discarded, the second grows.
+    let repair: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| l.starts_with("draft-1: call 1"))
+        .collect();
+    let discarded = repair
+        .iter()
+        .position(|l| l.ends_with("of attempt 1 discarded"))
+        .unwrap_or_else(|| panic!("no discard in {repair:#?}"));
+    assert!(repair[..discarded].iter().all(|l| l.contains("attempt 1:")));
+    assert!(repair[discarded + 1..].iter().take(6).all(|l| l.contains("attempt 2:")));
+    assert_eq!(repair.last(), Some(&"draft-1: call 1: stream complete, 433 chars"));
+    // The scene is the stream's terminal result, not its fragments.
+    let scene = &report.drafts[0].scenes[0];
+    assert!(scene.text.ends_with("the night the light went out."));
+}
+
+#[tokio::test]
+async fn a_scene_stream_cut_after_fragments_is_discarded_and_the_call_fails() {
+    // The first scene's first reply is cut after two chunks.
+    let mut script: Value = serde_json::from_str(demo::SCRIPT).expect("script");
+    script[2] = serde_json::json!({"chunks": ["{\"text\": \"Mara Quill", " climbed the"], "cut": true});
+    let script = wop_sdk::local::Script::from_json(&script).expect("script");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lines);
+    let progress = wop_sdk::cli::Progress::sink(move |l| {
+        sink.lock().expect("lock").push(l.to_owned());
+    });
+    let report = demo::run_book(&demo::demo_brief(), script, journal(), progress)
+        .await
+        .expect("fits");
+    let lines = lines.lock().expect("lock").clone();
+    let call0: Vec<&str> = lines
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| l.starts_with("draft-1: call 0"))
+        .collect();
+    assert_eq!(
+        call0,
+        [
+            "draft-1: call 0, attempt 1: 20 chars so far ...{\"text\": \"Mara Quill",
+            "draft-1: call 0, attempt 1: 32 chars so far ...{\"text\": \"Mara Quill climbed the",
+            "draft-1: call 0: the stream failed after 32 chars: fragments discarded, the call failed",
+        ],
+        "{lines:#?}"
+    );
+    // The call failed (an ambiguous dispatch: never repeated, never charged); the pack settled
+    // it and wrote a placeholder, whatever the fragments said.
+    let draft = report
+        .nodes
+        .iter()
+        .find(|n| n.outcome.node_id == "draft-1")
+        .expect("draft node");
+    assert_eq!(draft.outcome.calls[0].status, "upstream_unavailable");
+    let scene = &report.drafts[0].scenes[0];
+    assert!(scene.placeholder, "{scene:?}");
+    assert!(scene.text.contains("upstream_unavailable"), "{scene:?}");
+    assert!(!scene.text.contains("Mara Quill"), "{scene:?}");
+}

@@ -12,6 +12,11 @@
 //! | 5 | draft-1 | the repair again, 820 tokens | valid: the pack's deliberate retry worked |
 //! | – | draft-1 | scene 2 is never sent | 4 of 6 used, worst case 3: `budget_exhausted` |
 //! | 6 | review-1 | a plain-text review | host retries off, one request |
+//!
+//! Both scene calls are streamed (`chunks` in the script): each fragment gets a progress line as
+//! the scene grows, and a host retry (steps 2 and 4) says the fragments were discarded. A stream
+//! that fails after some fragments says so too, and the call fails
+//! (`tests/book_ai.rs` runs the demo with such a script).
 
 use crate::pack::{
     BookBrief, ChapterDraft, DraftRequest, DraftScene, Outline, PlanOutline, Review, ReviewChapter,
@@ -28,6 +33,7 @@ use wop_sdk::cli::{Progress, WatchedProvider};
 use wop_sdk::journal::{Journal, MemoryJournal};
 use wop_sdk::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 use wop_sdk::node::{CallReport, DynNode, NodeOutcome};
+use wop_sdk::wire::RunEvent;
 use wop_sdk::{Capabilities, Estimate, Node, RunId};
 
 /// The public code of a call the node's budget refused before dispatch.
@@ -253,8 +259,12 @@ pub async fn run_book(
         ))
         .scripts(provider.clone())
         .journal(journal)
-        // The host's observer sees every event as it happens.
-        .observer(move |event| on_event.event(event))
+        // The host's observer sees every event as it happens; a streamed scene gets a line per
+        // fragment, so it grows on screen.
+        .observer({
+            let streams = Streams::default();
+            move |event| streams.event(&on_event, event)
+        })
         .build();
 
     // 1. The estimate, before anything is sent. A node that cannot fit refuses the run.
@@ -573,6 +583,88 @@ pub async fn main(report: Option<std::path::PathBuf>) -> std::process::ExitCode 
             }
         }
     }
+}
+
+/// The streamed calls being shown, per node: the text of the current attempt so far.
+#[derive(Clone, Default)]
+pub struct Streams(Arc<std::sync::Mutex<BTreeMap<String, Shown>>>);
+
+#[derive(Default)]
+struct Shown {
+    call: u64,
+    attempt: u64,
+    text: String,
+}
+
+impl Streams {
+    /// The event's own progress line, then the stream's, if it is part of one.
+    pub fn event(&self, progress: &Progress, e: &RunEvent) {
+        progress.event(e);
+        for line in self.lines(e) {
+            progress.line(&line);
+        }
+    }
+
+    /// The progress lines a streamed call's events make: each fragment shows the scene so far;
+    /// a host retry discards what was shown; the closing chunk says how the stream ended.
+    pub fn lines(&self, e: &RunEvent) -> Vec<String> {
+        let node = e.str("nodeId").unwrap_or("?").to_owned();
+        let mut open = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match e.kind.as_str() {
+            "envelope.retry-attempted" | "envelope.nl-to-format-engaged" => {
+                match open.get_mut(&node) {
+                    Some(s) if !s.text.is_empty() => {
+                        let line = format!(
+                            "{node}: call {}: {} chars of attempt {} discarded",
+                            s.call,
+                            s.text.chars().count(),
+                            s.attempt
+                        );
+                        s.text.clear();
+                        vec![line]
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            "output.chunk" => {
+                let call = e.u64("x-callIndex").unwrap_or(0);
+                if e.payload["isLast"] == Value::Bool(true) {
+                    let shown = open.remove(&node).unwrap_or_default();
+                    let chars = shown.text.chars().count();
+                    return vec![if e.payload.get("x-failed").is_some() {
+                        format!(
+                            "{node}: call {call}: the stream failed after {chars} chars: fragments discarded, \
+                             the call failed"
+                        )
+                    } else {
+                        format!("{node}: call {call}: stream complete, {chars} chars")
+                    }];
+                }
+                let attempt = e.u64("x-attempt").unwrap_or(1);
+                let s = open.entry(node.clone()).or_default();
+                if s.call != call || s.attempt != attempt {
+                    *s = Shown {
+                        call,
+                        attempt,
+                        text: String::new(),
+                    };
+                }
+                s.text.push_str(e.str("chunk").unwrap_or(""));
+                vec![format!(
+                    "{node}: call {call}, attempt {attempt}: {} chars so far ...{}",
+                    s.text.chars().count(),
+                    tail(&s.text, 40)
+                )]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The last `n` characters of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let count = text.chars().count();
+    text.chars().skip(count.saturating_sub(n)).collect()
 }
 
 /// Prints a line; a closed pipe (`book_ai | head`) is not worth a panic.

@@ -13,11 +13,15 @@
 //! - the two ways to handle an [`wop_sdk::AiFailure`]: propagate it with `?` (the outline and the
 //!   review, which have no useful fallback), or settle it and carry on with a placeholder that
 //!   says so (a scene, since half a chapter is worth more to the author than none);
+//! - a streamed call (`ctx.call_ai_stream`) for each scene: provisional fragments while the
+//!   model writes (the host shows them growing), then the one terminal result, which is the only
+//!   thing the pack takes;
 //! - a plain `Text` call with host retries off (`retry(max_attempts = 1)`);
 //! - a `plan()` per node, so the worst case is known before anything is sent.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use wop_sdk::ai::{AiFailure, Completion, IntoCall};
 use wop_sdk::budget::{CallPlan, PlannedCall};
 use wop_sdk::{AiRequest, Node, NodeCtx, NodeError, RetryPolicy, RetryReason, Text, wop_node};
 
@@ -253,7 +257,7 @@ async fn draft_one(
     input: &DraftRequest,
     beat: &str,
 ) -> Result<DraftedScene, NodeError> {
-    let first = match ctx.call_ai(scene_request(input, beat, &[])).await {
+    let first = match stream_scene(ctx, scene_request(input, beat, &[])).await {
         Ok(completion) => completion,
         // The failure is opaque: settle it, then say in the output that this is a placeholder.
         // The call's public status code (never its cause) is in the node's own call report.
@@ -269,7 +273,7 @@ async fn draft_one(
     // The one repair: a deliberate retry naming the completion it repairs, with the validation
     // errors fed back. The host checks the lineage; the budget pays for it like any call.
     let repair = scene_request(input, beat, &errors).retry_of(&first, RetryReason::InvalidOutput);
-    match ctx.call_ai(repair).await {
+    match stream_scene(ctx, repair).await {
         Ok(repaired) => Ok(match repaired.into_output() {
             Ok(scene) => drafted(beat, scene.text, true),
             // Still invalid after one repair: we do not loop; the author gets a placeholder.
@@ -285,6 +289,19 @@ async fn draft_one(
             Ok(placeholder(ctx, beat))
         }
     }
+}
+
+/// One scene call, streamed. The fragments are provisional: the host shows them as the scene
+/// grows (its `output.chunk` events, the demo's progress lines), a host retry discards them, and
+/// the call can still fail after them. The pack takes nothing from them: the scene is the
+/// stream's terminal item, typed and validated like a plain call's.
+async fn stream_scene<'run>(
+    ctx: &NodeCtx<'run>,
+    request: impl IntoCall<'run, SceneText>,
+) -> Result<Completion<'run, SceneText>, AiFailure<'run>> {
+    let mut stream = ctx.call_ai_stream(request);
+    while stream.next().await.is_some() {}
+    stream.finish().await
 }
 
 /// A scene request, validated against the chapter. `repair_errors` non-empty makes it the
