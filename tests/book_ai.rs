@@ -423,8 +423,16 @@ async fn the_streamed_scene_grows_in_the_progress_and_a_host_retry_discards_it()
         .position(|l| l.ends_with("of attempt 1 discarded"))
         .unwrap_or_else(|| panic!("no discard in {repair:#?}"));
     assert!(repair[..discarded].iter().all(|l| l.contains("attempt 1:")));
-    assert!(repair[discarded + 1..].iter().take(6).all(|l| l.contains("attempt 2:")));
-    assert_eq!(repair.last(), Some(&"draft-1: call 1: stream complete, 433 chars"));
+    assert!(
+        repair[discarded + 1..]
+            .iter()
+            .take(6)
+            .all(|l| l.contains("attempt 2:"))
+    );
+    assert_eq!(
+        repair.last(),
+        Some(&"draft-1: call 1: stream complete, 433 chars")
+    );
     // The scene is the stream's terminal result, not its fragments.
     let scene = &report.drafts[0].scenes[0];
     assert!(scene.text.ends_with("the night the light went out."));
@@ -434,7 +442,8 @@ async fn the_streamed_scene_grows_in_the_progress_and_a_host_retry_discards_it()
 async fn a_scene_stream_cut_after_fragments_is_discarded_and_the_call_fails() {
     // The first scene's first reply is cut after two chunks.
     let mut script: Value = serde_json::from_str(demo::SCRIPT).expect("script");
-    script[2] = serde_json::json!({"chunks": ["{\"text\": \"Mara Quill", " climbed the"], "cut": true});
+    script[2] =
+        serde_json::json!({"chunks": ["{\"text\": \"Mara Quill", " climbed the"], "cut": true});
     let script = wop_sdk::local::Script::from_json(&script).expect("script");
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&lines);

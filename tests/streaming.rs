@@ -59,7 +59,11 @@ async fn stream_scene(ctx: &NodeCtx<'_>, request: AiRequest<Scene>) -> Result<Se
 }
 
 /// One structured streamed call; the input is the prompt.
-#[wop_node(type_id = "community.test.stream-scene", version = "1.0.0", max_calls = 3)]
+#[wop_node(
+    type_id = "community.test.stream-scene",
+    version = "1.0.0",
+    max_calls = 3
+)]
 async fn streamer(ctx: &NodeCtx<'_>, prompt: String) -> Result<Seen, NodeError> {
     stream_scene(ctx, AiRequest::<Scene>::prompt(prompt).max_tokens(100)).await
 }
@@ -132,13 +136,26 @@ async fn a_stream_gives_fragments_then_the_typed_result_and_output_chunk_events(
         }
     }
     let texts: Vec<&str> = chunks.iter().filter_map(|c| c.str("chunk")).collect();
-    assert_eq!(texts, ["{\"text\": \"Mara", " climbs the", " stairs\"}", ""]);
+    assert_eq!(
+        texts,
+        ["{\"text\": \"Mara", " climbs the", " stairs\"}", ""]
+    );
     let last = chunks[3];
     assert_eq!(last.payload["isLast"], json!(true));
-    assert_eq!(last.payload["meta"], json!({"finishReason": "stop", "model": "mock-1"}));
-    assert!(chunks[..3].iter().all(|c| c.payload["isLast"] == json!(false)));
+    assert_eq!(
+        last.payload["meta"],
+        json!({"finishReason": "stop", "model": "mock-1"})
+    );
+    assert!(
+        chunks[..3]
+            .iter()
+            .all(|c| c.payload["isLast"] == json!(false))
+    );
     // The usage event comes after the fragments it accounts for.
-    let usage_at = log.iter().position(|e| e.kind == "provider.usage").expect("usage");
+    let usage_at = log
+        .iter()
+        .position(|e| e.kind == "provider.usage")
+        .expect("usage");
     let last_fragment_at = log
         .iter()
         .position(|e| e.str("chunk") == Some(" stairs\"}"))
@@ -159,9 +176,18 @@ async fn a_stream_that_fails_after_fragments_is_a_failure() {
     assert_eq!(seen.items, ["1:{\"text\": \"Once", "1: upon"]);
     assert!(seen.failed);
     assert_eq!(seen.output, None);
-    assert_eq!(provider.request_count(), 1, "an ambiguous dispatch is never repeated");
+    assert_eq!(
+        provider.request_count(),
+        1,
+        "an ambiguous dispatch is never repeated"
+    );
     assert_eq!(out.calls[0].status, "upstream_unavailable");
-    assert!(host.ledger(Some(&out.run_id)).await.expect("ledger").is_empty());
+    assert!(
+        host.ledger(Some(&out.run_id))
+            .await
+            .expect("ledger")
+            .is_empty()
+    );
     let log = events(&host, &out.run_id).await;
     let chunks = of_kind(&log, "output.chunk");
     let last = chunks.last().expect("a closing chunk");
@@ -183,7 +209,9 @@ async fn a_stream_that_fails_after_fragments_is_a_failure() {
     // The failure the node sees is the opaque one: its cause stays in the host's diagnostics.
     let diagnostics = host.diagnostics_of(&out.run_id);
     assert!(
-        diagnostics.iter().any(|d| format!("{d:?}").contains("503 mid-stream")),
+        diagnostics
+            .iter()
+            .any(|d| format!("{d:?}").contains("503 mid-stream")),
         "{diagnostics:?}"
     );
 }
@@ -195,7 +223,10 @@ async fn a_retried_stream_marks_the_restart_and_counts_every_request() {
     // Attempt 3 is the result.
     let (host, provider) = host_with(vec![
         Step::chunks(["Sure! Here", " is the scene:"], 8),
-        Step::chunks(["{\"text\": \"Mara climbs", " and climbs and climbs\"}"], 150),
+        Step::chunks(
+            ["{\"text\": \"Mara climbs", " and climbs and climbs\"}"],
+            150,
+        ),
         Step::chunks(["{\"text\": \"Mara", " climbs\"}"], 20),
     ]);
     let out = host.run(&Streamer, json!("the stairs")).await;
@@ -236,9 +267,7 @@ async fn a_retried_stream_marks_the_restart_and_counts_every_request() {
             "output.chunk" if e.payload["isLast"] == json!(false) => {
                 Some(format!("chunk@{}", e.u64("x-attempt").unwrap_or(0)))
             }
-            "envelope.retry-attempted" => {
-                Some(format!("retry@{}", e.u64("attempt").unwrap_or(0)))
-            }
+            "envelope.retry-attempted" => Some(format!("retry@{}", e.u64("attempt").unwrap_or(0))),
             _ => None,
         })
         .collect();
@@ -251,12 +280,18 @@ async fn a_retried_stream_marks_the_restart_and_counts_every_request() {
 
 /// Reads one fragment, then drops the stream (the node gave up on the call), then makes a plain
 /// call with what is left of `max_calls = 4`.
-#[wop_node(type_id = "community.test.stream-dropper", version = "1.0.0", max_calls = 4)]
+#[wop_node(
+    type_id = "community.test.stream-dropper",
+    version = "1.0.0",
+    max_calls = 4
+)]
 async fn dropper(ctx: &NodeCtx<'_>, prompt: String) -> Result<Vec<u32>, NodeError> {
     let mut stream = ctx.call_ai_stream(AiRequest::<Scene>::prompt(prompt).max_tokens(100));
     let first = stream.next().await;
     if !matches!(first, Some(Provisional::Fragment(_))) {
-        return Err(NodeError::new(format!("expected a fragment, got {first:?}")));
+        return Err(NodeError::new(format!(
+            "expected a fragment, got {first:?}"
+        )));
     }
     let during = ctx.budget();
     drop(stream);
@@ -296,10 +331,7 @@ async fn dropping_the_stream_midway_leaks_nothing_and_charges_once() {
 
 #[tokio::test]
 async fn redelivery_after_a_streamed_completion_replays_without_a_provider_request() {
-    let (host, provider) = host_with(vec![Step::chunks(
-        ["{\"text\": \"Mara", " climbs\"}"],
-        12,
-    )]);
+    let (host, provider) = host_with(vec![Step::chunks(["{\"text\": \"Mara", " climbs\"}"], 12)]);
     let first = host.run(&Streamer, json!("the stairs")).await;
     let seen: Seen = serde_json::from_value(first.result.expect("completed")).expect("Seen");
     assert_eq!(seen.items.len(), 2);
@@ -314,7 +346,11 @@ async fn redelivery_after_a_streamed_completion_replays_without_a_provider_reque
     assert_eq!(replayed.items, ["replay"]);
     assert!(replayed.replay);
     assert_eq!(replayed.output, seen.output);
-    assert_eq!(replayed.attempts, Some(1), "the recorded `attempts`, not a new count");
+    assert_eq!(
+        replayed.attempts,
+        Some(1),
+        "the recorded `attempts`, not a new count"
+    );
     assert_eq!(provider.request_count(), 1, "never a new generation");
     let ledger = host.ledger(Some(&first.run_id)).await.expect("ledger");
     assert_eq!(ledger.len(), 1);
@@ -369,10 +405,7 @@ impl Host for Plain {
 
 #[tokio::test]
 async fn on_a_host_that_cannot_stream_the_terminal_item_is_the_only_item() {
-    let (local, provider) = host_with(vec![Step::chunks(
-        ["{\"text\": \"Mara", " climbs\"}"],
-        12,
-    )]);
+    let (local, provider) = host_with(vec![Step::chunks(["{\"text\": \"Mara", " climbs\"}"], 12)]);
     let plain: Arc<dyn Host> = Arc::new(Plain(local.clone()));
     let out = local
         .run_on(plain, &Streamer, json!("the stairs"), Default::default())
@@ -395,10 +428,7 @@ async fn finisher(ctx: &NodeCtx<'_>, prompt: String) -> Result<String, NodeError
 
 #[tokio::test]
 async fn finishing_without_reading_discards_the_fragments_and_gives_the_result() {
-    let (host, _) = host_with(vec![Step::chunks(
-        ["{\"text\": \"Mara", " climbs\"}"],
-        12,
-    )]);
+    let (host, _) = host_with(vec![Step::chunks(["{\"text\": \"Mara", " climbs\"}"], 12)]);
     let out = host.run(&Finisher, json!("the stairs")).await;
     assert_eq!(out.result.expect("completed"), json!("Mara climbs"));
 }

@@ -609,7 +609,10 @@ impl Streams {
     /// a host retry discards what was shown; the closing chunk says how the stream ended.
     pub fn lines(&self, e: &RunEvent) -> Vec<String> {
         let node = e.str("nodeId").unwrap_or("?").to_owned();
-        let mut open = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut open = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match e.kind.as_str() {
             "envelope.retry-attempted" | "envelope.nl-to-format-engaged" => {
                 match open.get_mut(&node) {

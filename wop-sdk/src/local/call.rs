@@ -147,7 +147,10 @@ impl Call<'_> {
                         events.chunk(chunk, number);
                     };
                     let provider = inner.provider.as_ref();
-                    inner.guard.send_stream(provider, request, &mut forward).await
+                    inner
+                        .guard
+                        .send_stream(provider, request, &mut forward)
+                        .await
                 }
             };
             drop(permit);

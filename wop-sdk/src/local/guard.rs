@@ -48,14 +48,17 @@ impl ReplyGuard {
                 on_chunk(chunk);
             }
         };
-        tokio::time::timeout(self.timeout, provider.generate_stream(request, &mut bounded))
-            .await
-            .unwrap_or_else(|_| {
-                Err(ProviderError::NoAnswer(format!(
-                    "no complete answer within {} ms",
-                    self.timeout.as_millis()
-                )))
-            })
+        tokio::time::timeout(
+            self.timeout,
+            provider.generate_stream(request, &mut bounded),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(ProviderError::NoAnswer(format!(
+                "no complete answer within {} ms",
+                self.timeout.as_millis()
+            )))
+        })
     }
 
     /// Why a reply is too large, if it is.

@@ -434,7 +434,7 @@ impl ScriptedProvider {
     async fn serve(
         &self,
         request: ProviderRequest,
-        mut on_chunk: Option<&mut (dyn FnMut(&str) + Send)>,
+        on_chunk: Option<&mut (dyn FnMut(&str) + Send)>,
     ) -> Result<ProviderReply, ProviderError> {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         let _guard = InFlight(&self.in_flight);
@@ -455,9 +455,7 @@ impl ScriptedProvider {
             Some(Step::Chunked { chunks, end }) => (chunks, *end),
             Some(other) => (Vec::new(), other),
             None => {
-                return Err(ProviderError::Failed(
-                    "the mock script is exhausted".into(),
-                ));
+                return Err(ProviderError::Failed("the mock script is exhausted".into()));
             }
         };
         let streamed = !chunks.is_empty();
@@ -490,7 +488,7 @@ impl ScriptedProvider {
                 Ok(Some(clamp(reply, max_tokens)))
             }
         };
-        if let Some(on_chunk) = on_chunk.as_deref_mut() {
+        if let Some(on_chunk) = on_chunk {
             // The chunks a streamed call sees are those of the reply as served (a clamped reply
             // was cut short), or all of them before a failure.
             let mut left = match &reply {
@@ -574,7 +572,10 @@ mod tests {
 
         let field = |v: Value| Script::from_json(&v).expect_err("refused").field;
         assert_eq!(field(json!([{"chunks": "ab"}])), "script[0].chunks");
-        assert_eq!(field(json!([{}, {"chunks": ["a", 1]}])), "script[1].chunks[1]");
+        assert_eq!(
+            field(json!([{}, {"chunks": ["a", 1]}])),
+            "script[1].chunks[1]"
+        );
         assert_eq!(
             field(json!([{"chunks": ["a"], "content": "a"}])),
             "script[0].content"

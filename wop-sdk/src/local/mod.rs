@@ -40,6 +40,15 @@
 //! a replay reproduces) and returned typed; the runtime checks it and makes the typed
 //! [`crate::Completion`]. JSON is made only for the journal.
 //!
+//! A streamed call ([`crate::NodeCtx::call_ai_stream`], [`crate::host::Host::call_ai_stream`])
+//! takes the same path. Each provider request goes through [`Provider::generate_stream`]; its
+//! chunks are written to the call's sink as fragments and recorded as `output.chunk` events
+//! (`x-attempt` tells a discarded attempt's chunks apart; a closing `isLast: true` chunk ends the
+//! call, with `x-failed: true` when it failed), and a further request of the retry loop writes a
+//! restart marker first. The journal records the terminal outcome only: a redelivered or replayed
+//! streamed call gets the replay marker and the recorded result, never fragments and never a new
+//! generation.
+//!
 //! # Cancellation
 //!
 //! Dropping a call's future releases everything it held: the node's reservation (the call is

@@ -4,10 +4,10 @@
 use super::NodeError;
 use super::call::Dispatch;
 use crate::ai::{AiFailure, AiRequest, Brand, CallStream, Completion, IntoCall, Output};
-use crate::host::StreamSink;
 use crate::budget::{AttemptPlan, BudgetStatus};
 use crate::caps::Capabilities;
 use crate::failure::FailureBook;
+use crate::host::StreamSink;
 use crate::host::{Host, RunId};
 use crate::policy::RetryPolicy;
 use serde::Serialize;
@@ -177,7 +177,10 @@ impl<'run> NodeCtx<'run> {
     /// Dropping the stream before `finish` returns cancels the call as dropping a plain call's
     /// future does (charged once, as the worst case; reported `cancelled`). The call's index is
     /// taken when the stream is first read.
-    pub fn call_ai_stream<T: Output>(&self, request: impl IntoCall<'run, T>) -> CallStream<'run, T> {
+    pub fn call_ai_stream<T: Output>(
+        &self,
+        request: impl IntoCall<'run, T>,
+    ) -> CallStream<'run, T> {
         let (request, lineage) = request.into_parts();
         let sink = StreamSink::new();
         let writer = sink.clone();
