@@ -18,12 +18,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A run's identity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RunId(String);
+pub struct RunId(Arc<str>);
 
 impl RunId {
-    /// A run id from its string form.
+    /// A run id from its string form. Cheap to clone: every call of a run carries it.
     pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
+        Self(Arc::from(id.into()))
     }
 
     /// The string form.

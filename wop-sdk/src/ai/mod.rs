@@ -40,7 +40,7 @@ pub trait Output: Sized + Send + 'static {
 /// schemas live as long as the process, so an address names one schema for good).
 struct SchemaCache {
     by_type: HashMap<TypeId, Arc<Value>>,
-    digests: HashMap<usize, [u8; 32]>,
+    digests: HashMap<usize, SchemaDigest>,
 }
 
 fn schema_cache() -> &'static RwLock<SchemaCache> {
@@ -67,24 +67,49 @@ pub fn schema_of<T: JsonSchema + 'static>() -> Arc<Value> {
     }
     let schema =
         Arc::new(serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Bool(true)));
-    let digest = crate::wire::digest(&schema);
+    let digest = SchemaDigest::of(&schema);
     let mut w = cache.write().unwrap_or_else(PoisonError::into_inner);
     let kept = Arc::clone(w.by_type.entry(id).or_insert(schema));
     w.digests.insert(Arc::as_ptr(&kept) as usize, digest);
     kept
 }
 
-/// The SHA-256 of a response schema's canonical JSON: looked up for a schema made by
-/// [`schema_of`] (computed once per type), computed for any other (a request parsed at a JSON
-/// edge).
-pub fn schema_digest(schema: &Arc<Value>) -> [u8; 32] {
+/// The SHA-256 of a response schema's canonical JSON, and its lowercase hex.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SchemaDigest {
+    /// The digest.
+    pub bytes: [u8; 32],
+    hex: [u8; 64],
+}
+
+impl SchemaDigest {
+    fn of(schema: &Value) -> Self {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let bytes = crate::wire::digest(schema);
+        let mut hex = [0u8; 64];
+        for (i, b) in bytes.iter().enumerate() {
+            hex[2 * i] = HEX[usize::from(b >> 4)];
+            hex[2 * i + 1] = HEX[usize::from(b & 0xf)];
+        }
+        Self { bytes, hex }
+    }
+
+    /// Lowercase hex.
+    pub fn hex(&self) -> &str {
+        std::str::from_utf8(&self.hex).unwrap_or_default()
+    }
+}
+
+/// The digest of a response schema: looked up for a schema made by [`schema_of`] (computed once
+/// per type), computed for any other (a request parsed at a JSON edge).
+pub fn schema_digest(schema: &Arc<Value>) -> SchemaDigest {
     let known = schema_cache()
         .read()
         .unwrap_or_else(PoisonError::into_inner)
         .digests
         .get(&(Arc::as_ptr(schema) as usize))
         .copied();
-    known.unwrap_or_else(|| crate::wire::digest(schema))
+    known.unwrap_or_else(|| SchemaDigest::of(schema))
 }
 
 impl<T: JsonSchema + DeserializeOwned + Send + 'static> Output for T {

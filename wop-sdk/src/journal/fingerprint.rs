@@ -105,7 +105,7 @@ pub fn fingerprint(request: &CallAiRequest) -> Fingerprint {
     if let Some(schema) = &r.response_schema {
         key(&mut out, &mut first, "responseSchema");
         out.push_str("\"sha256:");
-        out.push_str(&hex(&crate::ai::schema_digest(schema)));
+        out.push_str(crate::ai::schema_digest(schema).hex());
         out.push('"');
     }
     if let Some(retry) = &r.retry {
