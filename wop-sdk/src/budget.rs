@@ -22,7 +22,7 @@ pub fn worst_case_requests(caps: &Capabilities, structured: bool, policy: RetryP
         return 1;
     }
     let ceiling = caps.max_retry_attempts();
-    let cap = if caps.retry_policy().is_some() {
+    let cap = if caps.has(crate::caps::Capability::RetryPolicy) {
         policy.effective_attempts(ceiling)
     } else {
         ceiling
@@ -198,7 +198,7 @@ impl Estimate {
             output_tokens_without_growth: 0,
             fits: true,
         };
-        let honoured = caps.retry_policy().is_some();
+        let honoured = caps.has(crate::caps::Capability::RetryPolicy);
         for call in &plan.calls {
             let n = worst_case_requests(caps, call.structured, call.policy);
             let tokens = |grow| {

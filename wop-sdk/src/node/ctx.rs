@@ -3,7 +3,7 @@
 use super::NodeError;
 use crate::ai::{AiFailure, Brand, Completion, IntoCall, InvalidOutput, Output};
 use crate::budget::{BudgetStatus, worst_case_requests};
-use crate::caps::Capabilities;
+use crate::caps::RunCapabilities;
 use crate::host::{AttemptKey, FailureToken, Host, RunId};
 use crate::policy::RetryPolicy;
 use crate::wire::{CallAiResult, ErrorCode, ErrorEnvelope, SemanticStatus};
@@ -54,7 +54,7 @@ pub(crate) struct RunState {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) run_id: RunId,
     pub(crate) node_id: String,
-    pub(crate) caps: Capabilities,
+    pub(crate) caps: RunCapabilities,
     pub(crate) default_policy: RetryPolicy,
     next_call: AtomicU32,
     books: Mutex<Books>,
@@ -65,7 +65,7 @@ impl RunState {
         host: Arc<dyn Host>,
         run_id: RunId,
         node_id: String,
-        caps: Capabilities,
+        caps: RunCapabilities,
         default_policy: RetryPolicy,
         max_calls: Option<u32>,
     ) -> Self {
@@ -136,7 +136,7 @@ impl<'run> NodeCtx<'run> {
     }
 
     /// What was negotiated with the host (and the proofs for gated features).
-    pub fn capabilities(&self) -> &Capabilities {
+    pub fn capabilities(&self) -> &RunCapabilities {
         &self.state.caps
     }
 
@@ -350,7 +350,7 @@ fn raw_output(result: &CallAiResult) -> serde_json::Value {
 /// Applies capability gating to a host's result: drops `attempts` a host did not advertise,
 /// refuses a result without them from a host that did, and requires an `attemptId`.
 fn check_result(
-    caps: &Capabilities,
+    caps: &RunCapabilities,
     mut result: CallAiResult,
 ) -> Result<(String, CallAiResult), (ErrorEnvelope, Option<FailureToken>)> {
     if caps.attempts().is_none() {
