@@ -23,7 +23,7 @@ use crate::journal::{
     SCHEMA_VERSION,
 };
 use crate::wire::RunEvent;
-use open::{check_tables, file_len, inspect, migrate};
+use open::{check_tables, file_len, inspect, migrate, read_only_connection};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use serde_json::Value;
 use std::fmt;
@@ -87,11 +87,12 @@ impl SqliteJournal {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| opening(&path, e))?;
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| open::unwritable(&path, e).unwrap_or_else(|e| opening(&path, e)))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(sql)?;
+            .map_err(|e| open::unwritable(&path, e).unwrap_or_else(|e| opening(&path, e)))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(JournalError::Io(format!(
                 "{}: cannot switch to WAL mode (journal_mode is {mode})",
@@ -107,6 +108,13 @@ impl SqliteJournal {
 
     /// Opens an existing journal for reading only (`SQLITE_OPEN_READ_ONLY` and `query_only`):
     /// every write answers [`JournalError::Io`]. The file is never migrated or modified.
+    ///
+    /// A journal in a folder this user cannot write opens too: when SQLite cannot create the
+    /// WAL's shared-memory side file (`-shm`) next to a cleanly closed journal (no `-wal`, `-shm`
+    /// or `-journal` beside it), the file alone is the whole database and it is opened
+    /// `immutable`, creating nothing. A journal whose WAL was left behind (its writer crashed or
+    /// is still running) in such a folder cannot be read consistently without that index: the
+    /// error then says that the folder is read-only, never that the journal is damaged.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, JournalError> {
         let path = path.as_ref().to_path_buf();
         if file_len(&path)?.is_none_or(|len| len == 0) {
@@ -122,11 +130,9 @@ impl SqliteJournal {
                 path.display()
             )));
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&path, flags).map_err(|e| opening(&path, e))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let conn = read_only_connection(&path)?;
         conn.execute_batch("PRAGMA query_only = ON;").map_err(sql)?;
-        check_tables(&conn)?;
+        check_tables(&conn).map_err(|e| open::prefix(&path, e))?;
         Self::spawn(path, true, conn)
     }
 
