@@ -5,9 +5,9 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wop_sdk::conformance::{
-    ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, EXTRA_IDS, LEG_IDS, LocalTarget, MAX_ATTEMPTS_CAP,
-    NO_BUDGET_GROWTH, OUTPUT_TOKENS_SUM, RETRY_MALFORMED_REFUSED, Report, STRUCTURED_OUTPUT,
-    USAGE_INCOMPLETE, Verdict, extra, run_conformance,
+    ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, EXTRA_IDS, LEG_IDS, LocalTarget,
+    MAX_ATTEMPTS_CAP, NO_BUDGET_GROWTH, OUTPUT_TOKENS_SUM, RETRY_MALFORMED_REFUSED, Report,
+    STRUCTURED_OUTPUT, USAGE_INCOMPLETE, Verdict, extra, run_conformance,
 };
 use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
 use wop_sdk::journal::{Journal, MemoryJournal, SqliteJournal};
@@ -44,7 +44,10 @@ async fn honest_host_passes_all_legs_with(journal: Arc<dyn Journal>) {
             .collect::<Vec<_>>(),
         EXTRA_IDS.to_vec()
     );
-    assert_eq!(json["extra"].as_array().map(Vec::len), Some(EXTRA_IDS.len()));
+    assert_eq!(
+        json["extra"].as_array().map(Vec::len),
+        Some(EXTRA_IDS.len())
+    );
 }
 
 #[tokio::test]
@@ -268,7 +271,11 @@ impl LyingHost {
                     .filter(|e| normalize_type(&e.kind) == kind::TRUNCATED)
                     .count() as u64;
                 if let Some(n) = attempts.get("count").and_then(Value::as_u64) {
-                    set_attempts(&mut result, "count", json!(n.saturating_sub(truncated).max(1)));
+                    set_attempts(
+                        &mut result,
+                        "count",
+                        json!(n.saturating_sub(truncated).max(1)),
+                    );
                 }
             }
             Lie::UsageCompleteFromFinalAttempt => {
@@ -453,8 +460,7 @@ async fn usage_complete_from_the_final_attempt_is_failed_by_usage_incomplete_any
 
 #[tokio::test]
 async fn always_native_is_failed_by_structured_output_final_mode() {
-    assert_only_extra_check_fails(Lie::AlwaysNativeMode, extra::STRUCTURED_OUTPUT_FINAL_MODE)
-        .await;
+    assert_only_extra_check_fails(Lie::AlwaysNativeMode, extra::STRUCTURED_OUTPUT_FINAL_MODE).await;
 }
 
 #[tokio::test]

@@ -108,7 +108,10 @@ async fn a_healthy_journal_in_a_read_only_folder_opens_read_only_creating_nothin
     assert_eq!(listing(&dir), ["journal.sqlite"]);
     {
         let Some(_denied) = ReadOnlyFolder::deny(&dir) else {
-            eprintln!("nothing denies this user writes to {}: not judged", dir.display());
+            eprintln!(
+                "nothing denies this user writes to {}: not judged",
+                dir.display()
+            );
             return;
         };
         let journal = SqliteJournal::open_read_only(&path).expect("a healthy journal opens");
@@ -116,7 +119,11 @@ async fn a_healthy_journal_in_a_read_only_folder_opens_read_only_creating_nothin
         let ns: Vec<_> = events.iter().map(|e| e.payload["n"].clone()).collect();
         assert_eq!(ns, [json!(0), json!(1), json!(2)]);
         drop(journal);
-        assert_eq!(listing(&dir), ["journal.sqlite"], "no side file was created");
+        assert_eq!(
+            listing(&dir),
+            ["journal.sqlite"],
+            "no side file was created"
+        );
 
         // Recording needs the side files: refused, saying the folder is read-only.
         let e = SqliteJournal::open(&path).expect_err("cannot record here");
@@ -139,7 +146,10 @@ async fn a_damaged_file_and_an_unwritable_folder_get_different_messages() {
     std::fs::write(&path, &bytes[..bytes.len() - 100]).expect("truncate");
     {
         let Some(_denied) = ReadOnlyFolder::deny(&dir) else {
-            eprintln!("nothing denies this user writes to {}: not judged", dir.display());
+            eprintln!(
+                "nothing denies this user writes to {}: not judged",
+                dir.display()
+            );
             return;
         };
         for e in [
@@ -171,7 +181,10 @@ async fn a_journal_with_a_live_wal_in_a_read_only_folder_is_never_called_damaged
     assert!(listing(&dir).iter().any(|n| n.ends_with("-wal")));
     {
         let Some(_denied) = ReadOnlyFolder::deny(&dir) else {
-            eprintln!("nothing denies this user writes to {}: not judged", dir.display());
+            eprintln!(
+                "nothing denies this user writes to {}: not judged",
+                dir.display()
+            );
             return;
         };
         match SqliteJournal::open_read_only(&path) {

@@ -2,11 +2,11 @@
 //! field, v1 spellings in and v2 out, and capability negotiation.
 
 use serde_json::{Value, json};
-use wop_sdk::{Capabilities, Capability};
 use wop_sdk::wire::{
     Attempts, CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, FinishReason, RunEvent,
     Usage, normalize_type,
 };
+use wop_sdk::{Capabilities, Capability};
 
 #[test]
 fn the_rfc_positive_example_round_trips() {
@@ -65,7 +65,10 @@ fn every_retry_rule_names_its_field() {
     for (retry, field) in [
         (json!({"maxAttempts": null}), "retry.maxAttempts"),
         (json!({"growMaxTokens": null}), "retry.growMaxTokens"),
-        (json!({"maxAttempts": 2, "growMaxTokens": null}), "retry.growMaxTokens"),
+        (
+            json!({"maxAttempts": 2, "growMaxTokens": null}),
+            "retry.growMaxTokens",
+        ),
     ] {
         let e = CallAiRequest::from_json(&json!({"prompt": "x", "retry": retry}))
             .expect_err("null is refused");

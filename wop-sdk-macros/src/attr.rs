@@ -189,7 +189,12 @@ fn integer(expr: &syn::Expr) -> Option<i128> {
 /// The error for a named value (a constant, a path, a call, a block...) where the macro needs a
 /// literal: it says that a literal is required and why, and how to pass a value computed at run
 /// time instead. `None` for a literal (whose own rule applies).
-fn not_a_literal(expr: &syn::Expr, key: &str, example: &str, at_run_time: &str) -> Option<syn::Error> {
+fn not_a_literal(
+    expr: &syn::Expr,
+    key: &str,
+    example: &str,
+    at_run_time: &str,
+) -> Option<syn::Error> {
     let literal = match strip_group(expr) {
         syn::Expr::Lit(_) => true,
         syn::Expr::Unary(syn::ExprUnary {
@@ -595,8 +600,16 @@ mod tests {
     fn a_named_value_is_told_a_literal_is_required_and_why() {
         for (tokens, key, named) in [
             (quote!(max_attempts = ATTEMPTS), "max_attempts", "ATTEMPTS"),
-            (quote!(max_attempts = consts::ATTEMPTS), "max_attempts", "consts :: ATTEMPTS"),
-            (quote!(max_attempts = attempts()), "max_attempts", "attempts ()"),
+            (
+                quote!(max_attempts = consts::ATTEMPTS),
+                "max_attempts",
+                "consts :: ATTEMPTS",
+            ),
+            (
+                quote!(max_attempts = attempts()),
+                "max_attempts",
+                "attempts ()",
+            ),
             (quote!(grow_max_tokens = GROW), "grow_max_tokens", "GROW"),
         ] {
             let (args, errors) = retry(tokens.clone());
@@ -606,7 +619,10 @@ mod tests {
                 errors[0].starts_with(&format!("`{key}` needs a literal, not `{named}`")),
                 "{tokens}: {errors:?}"
             );
-            assert!(errors[0].contains("before constants are evaluated"), "{errors:?}");
+            assert!(
+                errors[0].contains("before constants are evaluated"),
+                "{errors:?}"
+            );
         }
         // A negative literal is still a literal: its own rule applies.
         let (_, errors) = retry(quote!(max_attempts = -1));

@@ -185,7 +185,8 @@ pub fn usage_incomplete_any_attempt(obs: &Observed) -> Result<(), String> {
     if a.get("usageComplete") != Some(&Value::Bool(false)) {
         return Err(format!(
             "`attempts.usageComplete` is {} though the first attempt reported no usage",
-            a.get("usageComplete").map_or("missing".into(), Value::to_string)
+            a.get("usageComplete")
+                .map_or("missing".into(), Value::to_string)
         ));
     }
     match a.get("outputTokens").and_then(Value::as_u64) {
@@ -221,7 +222,9 @@ pub fn usage_of_final_attempt(obs: &Observed, script: &Value) -> Result<(), Stri
         .answers
         .first()
         .ok_or("the target recorded no `ctx.callAI` answer for the run")?;
-    let usage = answer.pointer("/usage/outputTokens").and_then(Value::as_u64);
+    let usage = answer
+        .pointer("/usage/outputTokens")
+        .and_then(Value::as_u64);
     if usage != last {
         return Err(format!(
             "`usage.outputTokens` is {} but the final attempt reported {}",
@@ -234,9 +237,9 @@ pub fn usage_of_final_attempt(obs: &Observed, script: &Value) -> Result<(), Stri
 
 fn refused_as_malformed(obs: &Observed, what: &str) -> Result<(), String> {
     match &obs.output {
-        Err(e) if e.error == ErrorCode::ValidationError => Err(format!(
-            "the host refused the well-formed `{what}`: {e}"
-        )),
+        Err(e) if e.error == ErrorCode::ValidationError => {
+            Err(format!("the host refused the well-formed `{what}`: {e}"))
+        }
         _ => Ok(()),
     }
 }
@@ -274,7 +277,9 @@ pub fn max_attempts_clamped(obs: &Observed, ceiling: u64) -> Result<(), String> 
     refused_as_malformed(obs, "retry: {maxAttempts: 16}")
         .map_err(|e| format!("{e} (a value above the ceiling is clamped, not refused)"))?;
     if let Ok(out) = &obs.output {
-        return Err(format!("the call completed ({out}) though every reply is invalid"));
+        return Err(format!(
+            "the call completed ({out}) though every reply is invalid"
+        ));
     }
     at_most(
         obs,
@@ -357,7 +362,8 @@ pub fn retry_malformed_form(obs: &Observed, retry: &Value, field: &str) -> Resul
         )),
         Err(e) if e.field() != Some(field) => Err(format!(
             "`retry: {retry}` was refused naming {}, not `{field}`",
-            e.field().map_or_else(|| "no field".to_owned(), |f| format!("`{f}`"))
+            e.field()
+                .map_or_else(|| "no field".to_owned(), |f| format!("`{f}`"))
         )),
         Err(_) => Ok(()),
     }
@@ -380,7 +386,9 @@ pub(crate) async fn run_extra(
             COUNT_EVERY_REQUEST,
             judged_completed(&obs, 3, |_| count_every_request(&obs)),
         );
-        let obs = target.run_fixture(usage_incomplete_any_attempt_input()).await;
+        let obs = target
+            .run_fixture(usage_incomplete_any_attempt_input())
+            .await;
         push(
             USAGE_INCOMPLETE_ANY_ATTEMPT,
             judged_completed(&obs, 1, |_| usage_incomplete_any_attempt(&obs)),
@@ -460,9 +468,7 @@ pub(crate) async fn run_extra(
         for id in &EXTRA_IDS[4..] {
             push(
                 id,
-                Verdict::Skipped(
-                    "the host does not advertise `callAccounting.retryPolicy`".into(),
-                ),
+                Verdict::Skipped("the host does not advertise `callAccounting.retryPolicy`".into()),
             );
         }
     }

@@ -58,6 +58,7 @@ mod local_target;
 mod recording;
 mod report;
 
+pub use extra::EXTRA_IDS;
 pub use fixture::{EchoAttempts, EchoInput, EchoOutput, FIXTURE_TYPE_ID};
 pub use legs::{
     ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, GROWTH_MAX_TOKENS, LEG_IDS,
@@ -67,6 +68,5 @@ pub use legs::{
 };
 #[cfg(feature = "local")]
 pub use local_target::LocalTarget;
-pub use extra::EXTRA_IDS;
 pub use recording::Recording;
 pub use report::{Report, Verdict};

@@ -10,6 +10,7 @@
 //! `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL, durable before dispatch).
 
 mod fingerprint;
+pub mod lease;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -17,6 +18,7 @@ mod sqlite;
 pub(crate) mod suite;
 
 pub use fingerprint::{Fingerprint, canonical_json, fingerprint};
+pub use lease::Lease;
 pub use memory::MemoryJournal;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteJournal;
@@ -200,6 +202,42 @@ pub trait Journal: Send + Sync {
         })
     }
 
+    /// [`Journal::begin_first_request`] and, when the identity is fresh, `lease` on the call,
+    /// made durable together: a second host never sees the identity without its owner. The
+    /// default keeps no lease (a store without leases: a second host then takes every unfinished
+    /// call for abandoned, as before leases).
+    fn begin_leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let _ = lease;
+        self.begin_first_request(key, fingerprint, attempt_id, max_tokens)
+    }
+
+    /// Renews the heartbeat of `lease` on the call, if `lease.holder` still holds it; answers
+    /// whether it did. [`Journal::finish`] gives the lease up.
+    fn renew_lease<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let _ = (key, lease);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// The lease on an unfinished call, if any.
+    fn leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
+        let _ = key;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// Records that provider request number `n` (from 1) of the call is about to be sent with
     /// `max_tokens`.
     fn record_request<'a>(
@@ -209,7 +247,8 @@ pub trait Journal: Send + Sync {
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
-    /// Writes the terminal outcome, its charge and the call's events in one transaction.
+    /// Writes the terminal outcome, its charge and the call's events in one transaction, and
+    /// gives up the call's lease.
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,

@@ -30,8 +30,9 @@ pub use mock::{Script, ScriptedProvider, Step};
 pub use provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
 
 use crate::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
+use crate::journal::lease::{self, Awaited};
 use crate::journal::{
-    Begin, ChargeRow, Fingerprint, Journal, JournalError, MemoryJournal, Outcome, RunRecord,
+    Begin, ChargeRow, Fingerprint, Journal, JournalError, Lease, MemoryJournal, Outcome, RunRecord,
     fingerprint,
 };
 use crate::node::{DynNode, NodeOutcome, execute};
@@ -551,15 +552,19 @@ impl Inner {
         fp: &Fingerprint,
     ) -> Result<Value, HostFailure> {
         let attempt_id = self.new_attempt_id();
-        // The identity and the announcement of the first provider request are made durable in
-        // one write, before anything is dispatched.
+        // This host's lease on the call: a second host on the journal waits for it while it
+        // lives (issue 18).
+        let lease = Lease::now(format!("host-{:016x}", self.seed));
+        // The identity, its lease and the announcement of the first provider request are made
+        // durable in one write, before anything is dispatched.
         let begin = self
             .journal
-            .begin_first_request(
+            .begin_leased(
                 key,
                 fp,
                 &attempt_id,
                 call::first_budget(&self.config, request),
+                &lease,
             )
             .await
             .map_err(|e| {
@@ -578,6 +583,13 @@ impl Inner {
             Begin::Recorded { outcome, .. } => return self.replay_outcome(key, outcome),
             Begin::Mismatch => return Err(self.mismatch(key)),
             Begin::Unfinished { requests, .. } => {
+                // Another host may be dispatching it now: wait for a live owner, and reattach to
+                // its outcome; only an owner that is gone leaves the outcome unknown.
+                if let Ok(Awaited::Finished(outcome)) =
+                    lease::await_owner(self.journal.as_ref(), key, &lease.holder).await
+                {
+                    return self.replay_outcome(key, outcome);
+                }
                 let public = ErrorEnvelope::new(
                     ErrorCode::UpstreamUnavailable,
                     "the outcome of an earlier dispatch of this call is unknown; it is not repeated and not charged",
@@ -598,9 +610,8 @@ impl Inner {
         let owner = lock(&self.runs)
             .get(&key.run_id)
             .map_or_else(|| self.config.default_owner.clone(), |r| r.owner.clone());
-        let finished = call::Call::new(self, key, request, &attempt_id, &owner)
-            .dispatch()
-            .await;
+        let dispatch = call::Call::new(self, key, request, &attempt_id, &owner).dispatch();
+        let finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
         if let Err(e) = self
             .journal
             .finish(

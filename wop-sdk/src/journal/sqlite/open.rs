@@ -59,6 +59,19 @@ CREATE TABLE charges (
 );
 ";
 
+/// The leases on in-flight calls ([`crate::journal::lease`]). An additive table, created when
+/// missing by every read-write open, without a schema version of its own: a build that does not
+/// know it leaves it alone, and a journal without it has no lease to read.
+pub(super) const LEASES: &str = "
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    lease TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_id, call_index)
+);
+";
+
 /// The tables and columns this build reads and writes (checked on open).
 pub(super) const TABLES: &[(&str, &[&str])] = &[
     ("runs", &["seq", "run_id", "owner", "replay_of", "meta"]),
@@ -261,7 +274,9 @@ pub(super) fn read_only_connection(path: &Path) -> Result<Connection, JournalErr
     let conn = Connection::open_with_flags(path, flags).map_err(|e| opening(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
     // SQLite opens lazily: the first read is what needs the side files.
-    match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0)) {
+    match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    }) {
         Ok(_) => return Ok(conn),
         Err(e) if cannot_create(&e) => {
             drop(conn);
