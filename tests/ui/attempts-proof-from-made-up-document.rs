@@ -4,7 +4,7 @@ use wop_sdk::{AiRequest, Capabilities, NodeCtx, NodeError, Text};
 
 // A pack cannot advertise capabilities on the host's behalf: a document it writes itself reads
 // fine, but yields no proof.
-async fn count(ctx: &NodeCtx<'_>) -> Result<u32, NodeError> {
+async fn count<'run>(ctx: &NodeCtx<'run>) -> Result<u32, NodeError<'run>> {
     let completion = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await?;
     let made_up = serde_json::json!({"aiProviders": {"providers": ["mock"],
                                      "callAccounting": {"attempts": true}}});

@@ -313,7 +313,7 @@ impl<'run> NodeCtx<'run> {
 
     /// Settles a failure of this run: the host records that the pack handled it. A failure of
     /// another run cannot be passed here (the `'run` brand), and is refused at run time too.
-    pub async fn settle_ai_failure(&self, failure: AiFailure<'run>) -> Result<(), NodeError> {
+    pub async fn settle_ai_failure(&self, failure: AiFailure<'run>) -> Result<(), NodeError<'run>> {
         if !Arc::ptr_eq(&failure.state, &self.state) {
             return Err(NodeError::from_envelope(ErrorEnvelope::validation(
                 "failure",
