@@ -277,14 +277,14 @@ pub(super) fn read_only_connection(path: &Path) -> Result<Connection, JournalErr
     match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)
     }) {
-        Ok(_) => return Ok(conn),
+        Ok(_) => Ok(conn),
         Err(e) if cannot_create(&e) => {
             drop(conn);
             if alone(path) {
                 // Checked healthy by `inspect`, closed cleanly: the file is the whole database.
                 return inspection_connection(path);
             }
-            return Err(JournalError::Io(format!(
+            Err(JournalError::Io(format!(
                 "{}: the folder {} is read-only for this user, and the journal's WAL was left \
                  beside it (its writer crashed or is still running), so it cannot be read without \
                  the WAL index SQLite must create there ({e}); the journal is not damaged: open it \
@@ -292,9 +292,9 @@ pub(super) fn read_only_connection(path: &Path) -> Result<Connection, JournalErr
                  journal with its `-wal` file to a writable folder",
                 path.display(),
                 folder(path)
-            )));
+            )))
         }
-        Err(e) => return Err(opening(path, e)),
+        Err(e) => Err(opening(path, e)),
     }
 }
 
