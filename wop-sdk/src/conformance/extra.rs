@@ -474,3 +474,135 @@ pub(crate) async fn run_extra(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::RunId;
+    use crate::wire::{ErrorEnvelope, RunEvent, kind};
+
+    fn ev(k: &str, payload: Value) -> RunEvent {
+        RunEvent {
+            seq: 0,
+            run_id: "r".into(),
+            kind: k.into(),
+            payload,
+        }
+    }
+
+    fn usage(out: u64) -> RunEvent {
+        ev(kind::PROVIDER_USAGE, json!({"outputTokens": out}))
+    }
+
+    fn done(attempts: Value, events: Vec<RunEvent>, answer: Value) -> Observed {
+        Observed {
+            run_id: RunId::new("r"),
+            output: Ok(json!({"attempts": attempts, "ok": true})),
+            events,
+            answers: vec![answer],
+        }
+    }
+
+    fn failed(error: ErrorEnvelope, events: Vec<RunEvent>) -> Observed {
+        Observed {
+            run_id: RunId::new("r"),
+            output: Err(error),
+            events,
+            answers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_request_is_counted() {
+        let three = vec![usage(100), usage(5), usage(7)];
+        let honest = done(
+            json!({"count": 3, "usageComplete": true}),
+            three.clone(),
+            json!({}),
+        );
+        assert_eq!(count_every_request(&honest), Ok(()));
+        let short = done(json!({"count": 2, "usageComplete": true}), three, json!({}));
+        assert!(count_every_request(&short).is_err());
+    }
+
+    #[test]
+    fn usage_is_incomplete_when_an_earlier_attempt_had_none() {
+        let ok = done(
+            json!({"count": 2, "outputTokens": 7, "usageComplete": false}),
+            vec![usage(7)],
+            json!({}),
+        );
+        assert_eq!(usage_incomplete_any_attempt(&ok), Ok(()));
+        let lie = done(
+            json!({"count": 2, "outputTokens": 7, "usageComplete": true}),
+            vec![usage(7)],
+            json!({}),
+        );
+        assert!(usage_incomplete_any_attempt(&lie).is_err());
+    }
+
+    #[test]
+    fn usage_is_the_final_attempts_on_the_hosts_answer() {
+        let script = json!([{"usage": {"outputTokens": 5}}, {"usage": {"outputTokens": 7}}]);
+        let a = json!({"count": 2, "outputTokens": 12, "usageComplete": true});
+        let final_usage = done(a.clone(), vec![], json!({"usage": {"outputTokens": 7}}));
+        assert_eq!(usage_of_final_attempt(&final_usage, &script), Ok(()));
+        let summed = done(a, vec![], json!({"usage": {"outputTokens": 12}}));
+        assert!(usage_of_final_attempt(&summed, &script).is_err());
+    }
+
+    #[test]
+    fn a_cap_above_the_ceiling_is_clamped_not_refused_nor_honoured() {
+        let invalid = || ErrorEnvelope::new(ErrorCode::EnvelopeInvalid, "no");
+        let clamped = failed(invalid(), vec![usage(5), usage(5), usage(5)]);
+        assert_eq!(max_attempts_clamped(&clamped, 3), Ok(()));
+        let widened = failed(invalid(), vec![usage(5); 4]);
+        assert!(max_attempts_clamped(&widened, 3).is_err());
+        let refused = failed(ErrorEnvelope::validation("retry.maxAttempts", "no"), vec![]);
+        assert!(max_attempts_clamped(&refused, 3).is_err());
+    }
+
+    #[test]
+    fn the_budget_does_not_grow_past_the_first_request() {
+        let trunc = || ErrorEnvelope::new(ErrorCode::EnvelopeTruncationUnrecoverable, "no");
+        let kept = failed(trunc(), vec![usage(1024), usage(1024)]);
+        assert_eq!(no_growth_host_default(&kept), Ok(Some(())));
+        let grown = failed(trunc(), vec![usage(1024), usage(2048)]);
+        assert!(no_growth_host_default(&grown).is_err());
+        assert_eq!(no_growth_host_default(&failed(trunc(), vec![])), Ok(None));
+    }
+
+    #[test]
+    fn each_malformed_form_names_its_key() {
+        let retry = json!({"maxAttempts": null});
+        let ok = failed(
+            ErrorEnvelope::validation("retry.maxAttempts", "no null"),
+            vec![],
+        );
+        assert_eq!(
+            retry_malformed_form(&ok, &retry, "retry.maxAttempts"),
+            Ok(())
+        );
+        let wrong = failed(ErrorEnvelope::validation("retry", "bad"), vec![]);
+        assert!(retry_malformed_form(&wrong, &retry, "retry.maxAttempts").is_err());
+        let ignored = done(
+            json!({"count": 1, "usageComplete": true}),
+            vec![],
+            json!({}),
+        );
+        assert!(retry_malformed_form(&ignored, &retry, "retry.maxAttempts").is_err());
+    }
+
+    #[test]
+    fn retry_exhausted_is_advertised_in_either_spelling() {
+        let doc = |events: &[&str]| {
+            CapabilityDocument::from_json(&json!({"envelopes": {"reliability": {
+                "maxRetryAttempts": 3, "events": events,
+                "completion": {"distinguishesTruncation": true, "truncationBudgetMultiplier": 2}}}}))
+            .expect("valid")
+        };
+        assert!(advertises_retry_exhausted(&doc(&["retry-exhausted"])));
+        assert!(advertises_retry_exhausted(&doc(&["retry.exhausted"])));
+        assert!(!advertises_retry_exhausted(&doc(&["refusal"])));
+    }
+}

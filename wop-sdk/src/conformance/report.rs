@@ -215,6 +215,29 @@ mod tests {
     }
 
     #[test]
+    fn the_extra_checks_are_shown_apart_from_the_legs() {
+        let mut report = sample();
+        report.extra = vec![
+            ("extra.a".into(), Verdict::ExecutedPass),
+            ("extra.b".into(), Verdict::ExecutedFail("caught".into())),
+        ];
+        let text = report.to_string();
+        let (legs, extra) = text.split_once("\n\n").expect("two tables");
+        assert!(legs.contains("0248.attempts-count") && !legs.contains("extra.a"));
+        assert!(extra.starts_with("extra check") && extra.contains("executed-fail  caught"));
+        let j = report.to_json();
+        assert_eq!(j["legs"].as_array().map(Vec::len), Some(4));
+        assert_eq!(j["extra"][1]["verdict"], "executed-fail");
+        assert_eq!(j["allExtraPassed"], false);
+        assert!(!report.all_extra_passed());
+        assert_eq!(report.extra_ids_with("executed-fail"), vec!["extra.b"]);
+        assert_eq!(
+            report.extra_verdict("extra.a"),
+            Some(&Verdict::ExecutedPass)
+        );
+    }
+
+    #[test]
     fn all_passed_needs_every_leg_executed_and_passing() {
         assert!(!Report::default().all_passed());
         assert!(!sample().all_passed());

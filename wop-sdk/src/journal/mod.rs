@@ -4,7 +4,10 @@
 //! dispatch; each provider request of the call is recorded as it is sent; the terminal outcome,
 //! its charge and the call's events are written in one transaction. On re-entry the journal tells
 //! the host whether to replay ([`Begin::Recorded`]), refuse ([`Begin::Mismatch`]), or report an
-//! ambiguous dispatch ([`Begin::Unfinished`]): redelivery is not retry.
+//! ambiguous dispatch ([`Begin::Unfinished`]): redelivery is not retry. An unfinished call is
+//! ambiguous only when its owner is gone: the owner holds a [`Lease`] on it (process, boot,
+//! heartbeat; see [`lease`]), and a second host waits for a live owner and reattaches to its
+//! outcome.
 //!
 //! Two stores pass one shared test suite: [`MemoryJournal`] for fast unit tests and, with the
 //! `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL, durable before dispatch).
