@@ -49,9 +49,21 @@ fn run(kind: &str, n: u64) {
         return;
     }
     let (node, fail) = match kind {
-        "plain" => (Caller { calls: 1, plain: true }, 0),
+        "plain" => (
+            Caller {
+                calls: 1,
+                plain: true,
+            },
+            0,
+        ),
         "retries" => (Caller::ONE, 2),
-        "x16" => (Caller { calls: 16, plain: false }, 0),
+        "x16" => (
+            Caller {
+                calls: 16,
+                plain: false,
+            },
+            0,
+        ),
         _ => (Caller::ONE, 0),
     };
     let host = host(fail);

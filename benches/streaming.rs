@@ -104,7 +104,7 @@ impl Node for Streamer {
         &'a self,
         ctx: &'a NodeCtx<'run>,
         _input: In,
-    ) -> BoxFuture<'a, Result<Out, NodeError>> {
+    ) -> BoxFuture<'a, Result<Out, NodeError<'run>>> {
         Box::pin(async move {
             let request = AiRequest::<Text>::prompt("Write one line.").max_tokens(4096);
             let completion = match self.0 {

@@ -29,7 +29,10 @@ struct Seen {
     replay: bool,
 }
 
-async fn stream_scene(ctx: &NodeCtx<'_>, request: AiRequest<Scene>) -> Result<Seen, NodeError> {
+async fn stream_scene<'run>(
+    ctx: &NodeCtx<'run>,
+    request: AiRequest<Scene>,
+) -> Result<Seen, NodeError<'run>> {
     let mut seen = Seen::default();
     let mut stream = ctx.call_ai_stream(request);
     while let Some(item) = stream.next().await {

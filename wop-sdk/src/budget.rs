@@ -70,7 +70,9 @@ impl AttemptPlan {
         policy: RetryPolicy,
         max_tokens: u32,
     ) -> Self {
-        let honoured = caps.retry_policy().is_some().then_some(policy);
+        let honoured = caps
+            .has(crate::caps::Capability::RetryPolicy)
+            .then_some(policy);
         Self::new(
             structured,
             caps.max_retry_attempts(),

@@ -93,7 +93,7 @@ pub mod wire;
 
 pub use ai::{AiFailure, AiRequest, AttemptId, Completion, InvalidOutput, Output, RetryOf, Text};
 pub use budget::{CallPlan, Estimate, PlannedCall};
-pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof};
+pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof, RunCapabilities};
 pub use host::RunId;
 pub use node::{Category, Node, NodeCtx, NodeError, NodeSpec, Role};
 pub use policy::{RetryPolicy, RetryReason};

@@ -235,17 +235,26 @@ pub(super) fn render_events(events: &[RunEvent], out: &mut dyn Write) -> std::io
     Ok(())
 }
 
-/// The conformance report as a table, with a closing line that says what it means.
+/// The conformance report: the eight official legs, then the extra checks (the RFC 0248 MUSTs
+/// the legs do not hold), each as a table.
 pub(super) fn conformance_table(r: &Report) -> String {
-    let mut t = table(&["leg", "verdict", "reason"], &[]);
-    for (id, v) in &r.legs {
-        t.add_row(vec![
-            id.clone(),
-            v.as_str().to_owned(),
-            v.reason().unwrap_or("").to_owned(),
-        ]);
+    let part = |head: &str, rows: &[(String, crate::conformance::Verdict)]| {
+        let mut t = table(&[head, "verdict", "reason"], &[]);
+        for (id, v) in rows {
+            t.add_row(vec![
+                id.clone(),
+                v.as_str().to_owned(),
+                v.reason().unwrap_or("").to_owned(),
+            ]);
+        }
+        indented(&t)
+    };
+    let mut out = part("leg", &r.legs);
+    if !r.extra.is_empty() {
+        out.push_str("\n\n");
+        out.push_str(&part("extra check", &r.extra));
     }
-    indented(&t)
+    out
 }
 
 #[cfg(test)]

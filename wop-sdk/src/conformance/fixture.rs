@@ -69,10 +69,10 @@ pub async fn echo_attempts(ctx: &NodeCtx<'_>, input: EchoInput) -> Result<EchoOu
 }
 
 /// The fixture's one call, structured or plain, and the `attempts` its result carries.
-async fn call<T: crate::ai::Output>(
-    ctx: &NodeCtx<'_>,
+async fn call<'run, T: crate::ai::Output>(
+    ctx: &NodeCtx<'run>,
     input: &EchoInput,
-) -> Result<Option<crate::wire::Attempts>, NodeError> {
+) -> Result<Option<crate::wire::Attempts>, NodeError<'run>> {
     let mut request = AiRequest::<T>::prompt(PROMPT);
     if let Some(n) = input.max_tokens {
         request = request.max_tokens(n);

@@ -11,7 +11,8 @@
 use super::call::{Call, plan};
 use super::{Inner, lock};
 use crate::host::{AttemptKey, HostFailure, RunId, StreamSink};
-use crate::journal::{Begin, Fingerprint, Outcome, fingerprint};
+use crate::journal::lease::{self, Awaited};
+use crate::journal::{Begin, Fingerprint, Lease, Outcome, fingerprint};
 use crate::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -226,11 +227,13 @@ impl Inner {
         let structured = request.is_structured();
         let attempt_id = self.identities.new_attempt_id();
         let plan = plan(self, request);
-        // The identity and the announcement of the first provider request are made durable in
-        // one write, before anything is dispatched.
+        // This host's lease on the call: a second host on the journal waits for it while it
+        // lives. The identity, its lease and the announcement of the first provider request are
+        // made durable in one write, before anything is dispatched.
+        let lease = Lease::now(format!("host-{:016x}", self.seed));
         let begin = self
             .journal
-            .begin_first_request(key, fp, &attempt_id, plan.first_max_tokens)
+            .begin_leased(key, fp, &attempt_id, plan.first_max_tokens, &lease)
             .await
             .map_err(|e| {
                 self.failure(
@@ -254,6 +257,13 @@ impl Inner {
             }
             Begin::Mismatch => return Err(self.mismatch(key)),
             Begin::Unfinished { requests, .. } => {
+                // Another host may be dispatching it now: wait for a live owner, and reattach to
+                // its outcome; only an owner that is gone leaves the outcome unknown.
+                if let Ok(Awaited::Finished(outcome)) =
+                    lease::await_owner(self.journal.as_ref(), key, &lease.holder).await
+                {
+                    return self.replay_outcome(key, outcome, structured);
+                }
                 let public = ErrorEnvelope::new(
                     ErrorCode::UpstreamUnavailable,
                     "the outcome of an earlier dispatch of this call is unknown; it is not repeated and not charged",
@@ -271,7 +281,7 @@ impl Inner {
                 return Err(self.failure(key, public, cause, true));
             }
         }
-        let finished = Call {
+        let dispatch = Call {
             inner: self,
             key,
             request,
@@ -279,8 +289,11 @@ impl Inner {
             plan,
             sink,
         }
-        .dispatch()
-        .await;
+        .dispatch();
+        // The lease is renewed while the call is in flight, and given up with the outcome. A
+        // call whose caller gave up stops renewing it: another host takes it for ambiguous once
+        // it expires (`journal::lease::LEASE_TTL`).
+        let finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
         if let Err(e) = self
             .journal
             .finish(

@@ -5,7 +5,7 @@
 use super::ctx::{CallReport, RunState};
 use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Output};
 use crate::budget::AttemptPlan;
-use crate::caps::Capabilities;
+use crate::caps::RunCapabilities;
 use crate::host::{AttemptKey, FailureToken, StreamSink};
 use crate::policy::{RetryPolicy, RetryReason};
 use crate::wire::{CallAiResult, ErrorCode, ErrorEnvelope, SemanticStatus};
@@ -217,7 +217,7 @@ pub(crate) async fn call<'run, T: Output>(
 /// ([`CallAiResult::check`]), capability gating (drops `attempts` a host did not advertise,
 /// refuses a result without them from a host that did), and an `attemptId`.
 fn check_result(
-    caps: &Capabilities,
+    caps: &RunCapabilities,
     mut result: CallAiResult,
     structured: bool,
 ) -> Result<(String, CallAiResult), (ErrorEnvelope, Option<FailureToken>)> {

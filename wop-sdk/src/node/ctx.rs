@@ -5,7 +5,7 @@ use super::NodeError;
 use super::call::Dispatch;
 use crate::ai::{AiFailure, AiRequest, Brand, CallStream, Completion, IntoCall, Output};
 use crate::budget::{AttemptPlan, BudgetStatus};
-use crate::caps::Capabilities;
+use crate::caps::RunCapabilities;
 use crate::failure::FailureBook;
 use crate::host::StreamSink;
 use crate::host::{Host, RunId};
@@ -50,7 +50,7 @@ pub(crate) struct RunState {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) run_id: RunId,
     pub(crate) node_id: String,
-    pub(crate) caps: Capabilities,
+    pub(crate) caps: RunCapabilities,
     pub(crate) default_policy: RetryPolicy,
     pub(crate) next_call: AtomicU32,
     books: Mutex<Books>,
@@ -62,7 +62,7 @@ impl RunState {
         host: Arc<dyn Host>,
         run_id: RunId,
         node_id: String,
-        caps: Capabilities,
+        caps: RunCapabilities,
         default_policy: RetryPolicy,
         max_calls: Option<u32>,
     ) -> Self {
@@ -126,7 +126,7 @@ impl<'run> NodeCtx<'run> {
     }
 
     /// What was negotiated with the host (and the proofs for gated features).
-    pub fn capabilities(&self) -> &Capabilities {
+    pub fn capabilities(&self) -> &RunCapabilities {
         &self.state.caps
     }
 
@@ -207,7 +207,7 @@ impl<'run> NodeCtx<'run> {
 
     /// Settles a failure of this run: the host records that the pack handled it. A failure of
     /// another run cannot be passed here (the `'run` brand), and is refused at run time too.
-    pub async fn settle_ai_failure(&self, failure: AiFailure<'run>) -> Result<(), NodeError> {
+    pub async fn settle_ai_failure(&self, failure: AiFailure<'run>) -> Result<(), NodeError<'run>> {
         self.state
             .failures
             .settle(failure)

@@ -4,7 +4,7 @@
 use super::ctx::{CallReport, RunState};
 use super::{DynNode, NodeCtx, NodeErrorKind};
 use crate::budget::BudgetStatus;
-use crate::caps::Capabilities;
+use crate::caps::RunCapabilities;
 use crate::host::{Host, RunId};
 use crate::wire::{ErrorCode, ErrorEnvelope, kind};
 use serde::Serialize;
@@ -45,7 +45,7 @@ pub async fn execute(
     input: Value,
 ) -> NodeOutcome {
     let spec = node.spec();
-    let caps = Capabilities::negotiate(host.capability_document());
+    let caps = RunCapabilities::with_host(host.as_ref());
     host.record_event(
         &run_id,
         kind::NODE_STARTED,

@@ -60,10 +60,14 @@ pub struct Retry {
 
 impl Retry {
     /// Parses and validates `retry`: each broken rule is a `validation_error` naming the key
-    /// (`retry.maxAttempts`, `retry.growMaxTokens`, or the unknown key).
+    /// (`retry.maxAttempts`, `retry.growMaxTokens`, or the unknown key). An explicit `null` is
+    /// refused too: RFC 0248 types the keys as an integer and a boolean, and absent is spelled
+    /// by leaving the key out.
     pub fn from_json(value: &Value) -> Result<Self, WireError> {
         let obj = Obj::new(value, "retry", Side::Request)?;
         obj.deny_unknown(&["maxAttempts", "growMaxTokens"])?;
+        obj.deny_null(&["maxAttempts"], "omit it, or give an integer in 1..=16")?;
+        obj.deny_null(&["growMaxTokens"], "omit it, or give `true` or `false`")?;
         let max_attempts = obj
             .opt_int("maxAttempts", MIN_ATTEMPTS.into(), MAX_ATTEMPTS.into())?
             .map(|n| u8::try_from(n).unwrap_or(MAX_ATTEMPTS));
