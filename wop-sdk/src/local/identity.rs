@@ -262,6 +262,10 @@ impl Inner {
                 if let Ok(Awaited::Finished(outcome)) =
                     lease::await_owner(self.journal.as_ref(), key, &lease.holder).await
                 {
+                    if let Some(sink) = sink {
+                        // Reattached to another host's dispatch: its terminal result only.
+                        sink.replay();
+                    }
                     return self.replay_outcome(key, outcome, structured);
                 }
                 let public = ErrorEnvelope::new(
