@@ -103,7 +103,7 @@ pub use policy::{RetryPolicy, RetryReason};
 /// Host-side items (the [`host::Host`] trait, [`host::AttemptKey`], [`node::DynNode`], the
 /// journal) live in their own modules, for the few who implement a host or a bridge.
 pub mod prelude {
-    pub use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Text};
+    pub use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Provisional, Text};
     pub use crate::budget::{CallPlan, PlannedCall};
     pub use crate::node::{NodeCtx, NodeError};
     pub use crate::policy::{RetryPolicy, RetryReason};

@@ -96,7 +96,7 @@ enum State<'run, T> {
 /// use wop_sdk::ai::{Provisional, Text};
 /// use wop_sdk::{AiRequest, NodeCtx, NodeError};
 ///
-/// async fn draft(ctx: &NodeCtx<'_>) -> Result<String, NodeError> {
+/// async fn draft<'run>(ctx: &NodeCtx<'run>) -> Result<String, NodeError<'run>> {
 ///     let mut stream = ctx.call_ai_stream(AiRequest::<Text>::prompt("Write the scene."));
 ///     let mut shown = String::new();
 ///     while let Some(item) = stream.next().await {
