@@ -475,7 +475,10 @@ async fn a_scene_stream_cut_after_fragments_is_discarded_and_the_call_fails() {
         .iter()
         .find(|n| n.outcome.node_id == "draft-1")
         .expect("draft node");
-    assert_eq!(draft.outcome.calls[0].status, "upstream_unavailable");
+    assert_eq!(
+        draft.outcome.calls[0].status,
+        wop_sdk::wire::ErrorCode::UpstreamUnavailable.as_str()
+    );
     let scene = &report.drafts[0].scenes[0];
     assert!(scene.placeholder, "{scene:?}");
     assert!(scene.text.contains("upstream_unavailable"), "{scene:?}");

@@ -184,7 +184,10 @@ async fn a_stream_that_fails_after_fragments_is_a_failure() {
         1,
         "an ambiguous dispatch is never repeated"
     );
-    assert_eq!(out.calls[0].status, "upstream_unavailable");
+    assert_eq!(
+        out.calls[0].status,
+        wop_sdk::wire::ErrorCode::UpstreamUnavailable.as_str()
+    );
     assert!(
         host.ledger(Some(&out.run_id))
             .await
