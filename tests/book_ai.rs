@@ -199,7 +199,7 @@ async fn a_node_that_cannot_fit_refuses_the_run() {
     assert!(!refused.estimate.fits());
     assert_eq!(
         refused.to_string(),
-        "refusing to start the run:\n  node `draft-1` (community.bookai.draft-scene) may make 9 \
+        "refusing to start the run:\n  node `draft-1` (community.demo.bookai.draft-scene) may make 9 \
          provider requests, but its max_calls is 6"
     );
 }

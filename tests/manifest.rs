@@ -27,7 +27,7 @@ fn plan_outline_calls(_: &Premise) -> CallPlan {
 }
 
 #[wop_node(
-    type_id = "community.bookai.plan-outline",
+    type_id = "community.demo.bookai.plan-outline",
     version = "1.0.0",
     category = "data",
     role = "pure",
@@ -47,7 +47,7 @@ async fn plan_outline(ctx: &NodeCtx<'_>, input: Premise) -> Result<Outline, Node
 }
 
 #[wop_node(
-    type_id = "community.bookai.draft-scene",
+    type_id = "community.demo.bookai.draft-scene",
     version = "1.1.0-beta.1",
     max_calls = 6,
     retry(max_attempts = 2, grow_max_tokens = false),
@@ -62,24 +62,24 @@ async fn draft_scene(ctx: &NodeCtx<'_>, input: Outline) -> Result<String, NodeEr
         .map_err(|e| NodeError::new(e.to_string()))
 }
 
-#[wop_node(type_id = "community.bookai.review-chapter", version = "0.3.0")]
+#[wop_node(type_id = "community.demo.bookai.review-chapter", version = "0.3.0")]
 async fn review_chapter(_ctx: &NodeCtx<'_>, input: String) -> Result<Review, NodeError> {
     Ok(Review { notes: input })
 }
 
-pack! { name = "community.bookai", version = "0.1.0", nodes = [PlanOutline, DraftScene, ReviewChapter] }
+pack! { name = "community.demo.bookai", version = "0.1.0", nodes = [PlanOutline, DraftScene, ReviewChapter] }
 
 #[test]
 fn the_generated_manifest_is_valid_pack_json_v2() {
     let m = pack().manifest();
     assert_eq!(validate_manifest(&m), Ok(()));
-    assert_eq!(m["name"], "community.bookai");
+    assert_eq!(m["name"], "community.demo.bookai");
     assert_eq!(m["version"], "0.1.0");
     assert_eq!(m["kind"], "node");
     assert_eq!(m["engines"], json!({"openwop": ">=2.0 <3.0.0"}));
     assert_eq!(
         m["runtime"],
-        json!({"language": "rust", "entry": "community.bookai"})
+        json!({"language": "rust", "entry": "community.demo.bookai"})
     );
     assert_eq!(m["peerDependencies"], json!({"aiProviders": "required"}));
     assert_eq!(
@@ -94,7 +94,7 @@ fn nodes_carry_their_declaration() {
     let nodes = m["nodes"].as_array().cloned().unwrap_or_default();
     assert_eq!(nodes.len(), 3);
     let outline = &nodes[0];
-    assert_eq!(outline["typeId"], "community.bookai.plan-outline");
+    assert_eq!(outline["typeId"], "community.demo.bookai.plan-outline");
     assert_eq!(outline["version"], "1.0.0");
     assert_eq!(outline["category"], "data");
     assert_eq!(outline["role"], "pure");
@@ -128,7 +128,7 @@ fn nodes_carry_their_declaration() {
 
 #[test]
 fn facets_only_when_a_node_requires_call_accounting() {
-    let m = wop_sdk::manifest::Pack::new("community.plain", "1.0.0")
+    let m = wop_sdk::manifest::Pack::new("community.demo.plain", "1.0.0")
         .node(ReviewChapter)
         .manifest();
     assert_eq!(validate_manifest(&m), Ok(()));
@@ -139,9 +139,11 @@ fn facets_only_when_a_node_requires_call_accounting() {
 #[test]
 fn the_pack_finds_nodes_and_their_specs() {
     let p = pack();
-    assert_eq!(p.name(), "community.bookai");
+    assert_eq!(p.name(), "community.demo.bookai");
     assert_eq!(p.nodes().len(), 3);
-    let draft = p.find("community.bookai.draft-scene").map(|n| n.spec());
+    let draft = p
+        .find("community.demo.bookai.draft-scene")
+        .map(|n| n.spec());
     assert_eq!(draft.map(|s| s.max_calls), Some(Some(6)));
     assert_eq!(
         draft.map(|s| s.requires),
@@ -152,9 +154,9 @@ fn the_pack_finds_nodes_and_their_specs() {
             ][..]
         )
     );
-    assert!(p.find("community.bookai.missing").is_none());
+    assert!(p.find("community.demo.bookai.missing").is_none());
     let plan = p
-        .find("community.bookai.plan-outline")
+        .find("community.demo.bookai.plan-outline")
         .map(|n| n.plan_json(&json!({"premise": "a heist"})));
     assert!(matches!(plan, Some(Ok(ref c)) if c.calls.len() == 1));
 }
@@ -162,7 +164,7 @@ fn the_pack_finds_nodes_and_their_specs() {
 #[test]
 fn validate_manifest_catches_a_broken_manifest() {
     let mut m = pack().manifest();
-    m["nodes"][0]["typeId"] = json!("bookai.plan");
+    m["nodes"][0]["typeId"] = json!("community.2fa.plan");
     m["nodes"][1]["category"] = json!("prose");
     m["engines"]["openwop"] = json!(">=1.0");
     let errors = validate_manifest(&m).err().unwrap_or_default();

@@ -4,12 +4,12 @@
 //! ```rust,no_run
 //! use wop_sdk::manifest::{Pack, validate_manifest};
 //! # use wop_sdk::{NodeCtx, NodeError, wop_node};
-//! # #[wop_node(type_id = "community.bookai.review", version = "1.0.0")]
+//! # #[wop_node(type_id = "community.demo.bookai.review", version = "1.0.0")]
 //! # async fn review(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> { Ok(input) }
-//! let pack = Pack::new("community.bookai", "0.1.0").node(Review);
+//! let pack = Pack::new("community.demo.bookai", "0.1.0").node(Review);
 //! let json = pack.manifest();
 //! assert_eq!(validate_manifest(&json), Ok(()));
-//! assert!(pack.find("community.bookai.review").is_some());
+//! assert!(pack.find("community.demo.bookai.review").is_some());
 //! ```
 
 use crate::caps::Capability;
@@ -17,23 +17,12 @@ use crate::node::{DynNode, Node};
 use crate::policy::RetryPolicy;
 use serde_json::{Map, Value, json};
 use std::fmt;
+use wop_sdk_rules::{grammar, sets};
 
 /// The `engines.openwop` range a v2 pack declares.
 pub const ENGINES_OPENWOP: &str = ">=2.0 <3.0.0";
-/// The categories pack.json v2 accepts.
-pub const CATEGORIES: [&str; 6] = [
-    "chat",
-    "control",
-    "data",
-    "canvas",
-    "coordination",
-    "integration",
-];
 /// The namespaces a pack name starts with.
-pub const NAMESPACES: [&str; 4] = ["core", "vendor", "community", "private"];
-/// The namespaces a node type id starts with: a pack's, or `conformance` for the conformance
-/// suite's fixtures.
-pub const TYPE_ID_NAMESPACES: [&str; 5] = ["core", "vendor", "community", "private", "conformance"];
+pub const NAMESPACES: &[&str] = wop_sdk_rules::sets::PACK_NAMESPACES;
 
 /// A pack: a name, a version and its nodes.
 pub struct Pack {
@@ -164,52 +153,21 @@ fn node_json(node: &dyn DynNode) -> Value {
     Value::Object(m)
 }
 
-fn segment_ok(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    matches!(bytes.next(), Some(b'a'..=b'z' | b'0'..=b'9'))
-        && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
-}
-
-fn dotted_ok(s: &str, min: usize, namespaces: &[&str]) -> bool {
-    let segments: Vec<&str> = s.split('.').collect();
-    namespaces.contains(&segments[0])
-        && segments.len() >= min
-        && segments.iter().all(|s| segment_ok(s))
-}
-
-/// Whether `name` is a pack name: a namespace then at least one more lowercase dotted segment.
+/// Whether `name` is a pack name: `namespace.owner.pack` (see
+/// [`rules::grammar::pack_name_problem`](wop_sdk_rules::grammar::pack_name_problem)).
 pub fn is_pack_name(name: &str) -> bool {
-    dotted_ok(name, 2, &NAMESPACES)
+    grammar::pack_name_problem(name).is_none()
 }
 
-/// Whether `id` is a node type id: a namespace then at least two more lowercase dotted segments.
+/// Whether `id` is a node type id (see
+/// [`rules::grammar::type_id_problem`](wop_sdk_rules::grammar::type_id_problem)).
 pub fn is_type_id(id: &str) -> bool {
-    dotted_ok(id, 3, &TYPE_ID_NAMESPACES)
-}
-
-fn numeric_ok(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
-}
-
-fn identifiers_ok(s: &str, numeric_rule: bool) -> bool {
-    s.split('.').all(|id| {
-        !id.is_empty()
-            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && (!numeric_rule || !id.bytes().all(|b| b.is_ascii_digit()) || numeric_ok(id))
-    })
+    grammar::type_id_problem(id).is_none()
 }
 
 /// Whether `v` is a semantic version `MAJOR.MINOR.PATCH[-pre][+build]`.
 pub fn is_semver(v: &str) -> bool {
-    let (rest, build) = v.split_once('+').map_or((v, None), |(r, b)| (r, Some(b)));
-    let (core, pre) = rest
-        .split_once('-')
-        .map_or((rest, None), |(c, p)| (c, Some(p)));
-    let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts.iter().all(|p| numeric_ok(p))
-        && pre.is_none_or(|p| identifiers_ok(p, true))
-        && build.is_none_or(|b| identifiers_ok(b, false))
+    grammar::semver_problem(v).is_none()
 }
 
 /// Checks `manifest` against the pack.json v2 rules; every broken rule is one line.
@@ -217,15 +175,23 @@ pub fn validate_manifest(manifest: &Value) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
     let str_at = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
     match str_at(manifest, "name") {
-        Some(name) if is_pack_name(&name) => {}
-        Some(name) => errors.push(format!(
-            "`name` `{name}` must be a namespace (core|vendor|community|private) then lowercase dotted segments"
-        )),
+        Some(name) => {
+            if let Some(problem) = grammar::pack_name_problem(&name) {
+                errors.push(format!(
+                    "`name` `{name}` breaks the OpenWOP pack name grammar: {problem}"
+                ));
+            }
+        }
         None => errors.push("`name` is required (a string)".to_owned()),
     }
     match str_at(manifest, "version") {
-        Some(v) if is_semver(&v) => {}
-        Some(v) => errors.push(format!("`version` `{v}` is not semver")),
+        Some(v) => {
+            if let Some(problem) = grammar::semver_problem(&v) {
+                errors.push(format!(
+                    "`version` `{v}` is not a semantic version: {problem}"
+                ));
+            }
+        }
         None => errors.push("`version` is required (a string)".to_owned()),
     }
     if manifest.get("kind") != Some(&json!("node")) {
@@ -285,7 +251,8 @@ fn validate_node(i: usize, node: &Value, seen: &mut Vec<String>, errors: &mut Ve
     };
     match obj.get("typeId").and_then(Value::as_str) {
         Some(id) if !is_type_id(id) => errors.push(format!(
-            "`{at}.typeId` `{id}` must be a namespace then at least two lowercase dotted segments"
+            "`{at}.typeId` `{id}` breaks the OpenWOP type id grammar: {}",
+            grammar::type_id_problem(id).unwrap_or_default()
         )),
         Some(id) if seen.iter().any(|s| s == id) => {
             errors.push(format!("`{at}.typeId` `{id}` is declared twice"));
@@ -298,10 +265,10 @@ fn validate_node(i: usize, node: &Value, seen: &mut Vec<String>, errors: &mut Ve
         _ => errors.push(format!("`{at}.version` must be semver")),
     }
     match obj.get("category").and_then(Value::as_str) {
-        Some(c) if CATEGORIES.contains(&c) => {}
+        Some(c) if sets::find_wire(sets::CATEGORIES, c).is_some() => {}
         _ => errors.push(format!(
             "`{at}.category` must be one of {}",
-            CATEGORIES.join(", ")
+            sets::list_wire(sets::CATEGORIES)
         )),
     }
     if obj
@@ -343,11 +310,14 @@ mod tests {
 
     #[test]
     fn grammars() {
-        assert!(is_pack_name("community.bookai"));
+        assert!(is_pack_name("community.demo.bookai"));
+        assert!(!is_pack_name("community.bookai"));
         assert!(!is_pack_name("bookai"));
-        assert!(!is_pack_name("acme.bookai"));
-        assert!(is_type_id("community.bookai.draft-scene"));
-        assert!(!is_type_id("community.bookai"));
+        assert!(!is_pack_name("acme.x.bookai"));
+        assert!(is_type_id("community.demo.bookai.draft-scene"));
+        assert!(is_type_id("core.ai.callPrompt"));
+        assert!(is_type_id("vendor.acme.my_tools.echo"));
+        assert!(!is_type_id("community.2fa.verify"));
         assert!(!is_type_id("community.Bookai.x"));
         assert!(is_semver("1.0.0-rc.1+b.2"));
         assert!(!is_semver("1.0"));
@@ -355,8 +325,49 @@ mod tests {
     }
 
     #[test]
+    fn runtime_enums_are_the_shared_sets() {
+        use crate::node::{Category, Role};
+        fn same<T: fmt::Debug + Copy>(
+            all: &[T],
+            wire: fn(T) -> &'static str,
+            set: &[sets::Member],
+        ) {
+            assert_eq!(all.len(), set.len());
+            for (v, m) in all.iter().zip(set) {
+                assert_eq!((wire(*v), format!("{v:?}")), (m.wire, m.variant.to_owned()));
+            }
+        }
+        use Category as C;
+        same(
+            &[
+                C::Chat,
+                C::Control,
+                C::Data,
+                C::Canvas,
+                C::Coordination,
+                C::Integration,
+            ],
+            C::as_str,
+            sets::CATEGORIES,
+        );
+        same(&[Role::Pure, Role::SideEffect], Role::as_str, sets::ROLES);
+        use Capability as K;
+        same(
+            &[
+                K::AiProviders,
+                K::Attempts,
+                K::RetryPolicy,
+                K::ProviderUsage,
+                K::Replay,
+            ],
+            K::name,
+            sets::CAPABILITIES,
+        );
+    }
+
+    #[test]
     fn an_empty_pack_is_valid_and_needs_no_providers() {
-        let m = Pack::new("community.empty", "0.1.0").manifest();
+        let m = Pack::new("community.demo.empty", "0.1.0").manifest();
         assert_eq!(validate_manifest(&m), Ok(()));
         assert!(m.get("peerDependencies").is_none());
     }
