@@ -111,7 +111,11 @@ fn manifest_prints_pack_json() {
             "community.demo.bookai.review-chapter"
         ]
     );
-    assert!(v["nodes"][0]["outputSchema"]["properties"]["chapters"].is_object());
+    assert_eq!(
+        v["nodes"][0]["outputSchemaRef"],
+        "schemas/community.demo.bookai.plan-outline.output.json"
+    );
+    assert_eq!(v["runtime"]["language"], "javascript");
 
     let bad = run(&["manifest", "--pretty"]);
     assert_eq!(code(&bad), 2);

@@ -79,7 +79,7 @@ fn the_generated_manifest_is_valid_pack_json_v2() {
     assert_eq!(m["engines"], json!({"openwop": ">=2.0 <3.0.0"}));
     assert_eq!(
         m["runtime"],
-        json!({"language": "rust", "entry": "community.demo.bookai"})
+        json!({"language": "javascript", "entry": "index.mjs", "format": "esm"})
     );
     assert_eq!(m["peerDependencies"], json!({"aiProviders": "required"}));
     assert_eq!(
@@ -100,30 +100,92 @@ fn nodes_carry_their_declaration() {
     assert_eq!(outline["role"], "pure");
     assert_eq!(outline["label"], "Plan an outline");
     assert_eq!(outline["description"], "Outlines a novel from a premise");
-    assert_eq!(outline["maxCalls"], 4);
-    assert_eq!(outline["retry"], json!({"maxAttempts": 2}));
+    assert_eq!(outline["x-maxCalls"], 4);
+    assert_eq!(outline["x-retry"], json!({"maxAttempts": 2}));
     assert_eq!(
-        outline["inputSchema"]["properties"]["premise"]["type"],
-        "string"
+        outline["inputSchemaRef"],
+        "schemas/community.demo.bookai.plan-outline.input.json"
     );
     assert_eq!(
-        outline["outputSchema"]["properties"]["chapters"]["type"],
-        "array"
+        outline["outputSchemaRef"],
+        "schemas/community.demo.bookai.plan-outline.output.json"
     );
+    for old in ["inputSchema", "outputSchema", "maxCalls", "retry"] {
+        assert!(outline.get(old).is_none(), "{old}");
+    }
 
     let draft = &nodes[1];
     assert_eq!(draft["category"], "chat");
     assert_eq!(draft["role"], "side-effect");
     assert_eq!(
-        draft["retry"],
+        draft["x-retry"],
         json!({"maxAttempts": 2, "growMaxTokens": false})
     );
     assert!(draft.get("label").is_none());
 
     let review = &nodes[2];
-    assert!(review.get("maxCalls").is_none());
-    assert!(review.get("retry").is_none());
-    assert_eq!(review["inputSchema"]["type"], "string");
+    assert!(review.get("x-maxCalls").is_none());
+    assert!(review.get("x-retry").is_none());
+}
+
+#[test]
+fn schema_files_are_the_files_the_manifest_names() {
+    let p = pack();
+    let m = p.manifest();
+    let files = p.schema_files();
+    assert_eq!(files.len(), 6);
+    for node in m["nodes"].as_array().cloned().unwrap_or_default() {
+        for key in ["inputSchemaRef", "outputSchemaRef"] {
+            let path = node[key].as_str().unwrap_or_default();
+            assert!(
+                path.starts_with("schemas/") && path.ends_with(".json"),
+                "{path}"
+            );
+            assert!(files.iter().any(|(f, _)| f == path), "{path} has no file");
+        }
+    }
+    let schema = |path: &str| {
+        files
+            .iter()
+            .find(|(f, _)| f == path)
+            .map(|(_, s)| s.clone())
+    };
+    let outline_in = schema("schemas/community.demo.bookai.plan-outline.input.json");
+    assert_eq!(
+        outline_in.map(|s| s["properties"]["premise"]["type"].clone()),
+        Some(json!("string"))
+    );
+    let outline_out = schema("schemas/community.demo.bookai.plan-outline.output.json");
+    assert_eq!(
+        outline_out.map(|s| s["properties"]["chapters"]["type"].clone()),
+        Some(json!("array"))
+    );
+    let review_in = schema("schemas/community.demo.bookai.review-chapter.input.json");
+    assert_eq!(review_in.map(|s| s["type"].clone()), Some(json!("string")));
+}
+
+// Type ids the v2 grammar admits beyond the `namespace.owner.node` habit: camelCase after the
+// first segment, and `_` in a segment (a pack `vendor.acme.my_tools`). That these compile is the
+// test; the manifest then carries them as written.
+#[wop_node(type_id = "core.ai.callPrompt", version = "1.0.0")]
+async fn call_prompt(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
+    Ok(input)
+}
+
+#[wop_node(type_id = "vendor.acme.my_tools.echo", version = "1.0.0")]
+async fn my_echo(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
+    Ok(input)
+}
+
+#[test]
+fn camel_case_and_underscore_type_ids_are_valid() {
+    let m = wop_sdk::manifest::Pack::new("vendor.acme.my_tools", "1.0.0")
+        .node(CallPrompt)
+        .node(MyEcho)
+        .manifest();
+    assert_eq!(validate_manifest(&m), Ok(()));
+    assert_eq!(m["nodes"][0]["typeId"], "core.ai.callPrompt");
+    assert_eq!(m["nodes"][1]["typeId"], "vendor.acme.my_tools.echo");
 }
 
 #[test]

@@ -39,8 +39,8 @@ pub fn draft_plan_for(input: &DraftRequest) -> CallPlan {
 
 // ---------------------------------------------------------------------------------------------
 // Types. Every type that crosses the wire derives `JsonSchema`: node inputs and outputs become
-// `inputSchema`/`outputSchema` in pack.json, and a call's output type becomes its
-// `responseSchema`.
+// the schema files pack.json names (`inputSchemaRef`/`outputSchemaRef`), and a call's output type
+// becomes its `responseSchema`.
 // ---------------------------------------------------------------------------------------------
 
 /// What the author asks for.
