@@ -128,7 +128,10 @@ async fn the_over_budget_call_is_refused_before_dispatch() {
         .iter()
         .map(|c| c.status.as_str())
         .collect();
-    assert_eq!(statuses, ["invalid_output", "ok", "budget_exhausted"]);
+    assert_eq!(
+        statuses,
+        ["invalid_output", "ok", "wop-sdk.budget_exhausted"]
+    );
     let refused = &draft.outcome.calls[2];
     assert_eq!((refused.requests, refused.charged), (None, 0));
     assert_eq!(draft.refused_calls(), 1);

@@ -111,5 +111,5 @@ async fn planted_secrets_never_reach_a_pack_visible_surface() {
         );
     }
     let failed: Value = events.last().map(|e| e.payload.clone()).unwrap_or_default();
-    assert_eq!(failed["error"]["error"], "upstream_unavailable");
+    assert_eq!(failed["error"]["error"], "wop-sdk.upstream_unavailable");
 }
