@@ -28,12 +28,46 @@ pub mod kind {
     pub const NODE_FAILED: &str = "node.failed";
 }
 
-/// The v2 spelling of an event type: `envelope.retry.exhausted` → `envelope.retry-exhausted`.
+/// v1 names whose v2 name does not follow the general rule of [`normalize_type`].
+const IRREGULAR: &[(&str, &str)] = &[
+    ("run.resuming", "run.resume-started"),
+    ("runOrchestrator.decided", "orchestrator.decided"),
+    ("core.dispatch.fanOut", "dispatch.fanned-out"),
+    ("core.dispatch.join", "dispatch.joined"),
+    ("core.workflowChain.event", "workflow-chain.event"),
+    (
+        "core.workflowChain.confidence-escalated",
+        "workflow-chain.confidence-escalated",
+    ),
+];
+
+/// The v2 spelling of an event type. v2 keeps the family (the first segment) and writes the rest
+/// as one kebab-case word: `envelope.retry.exhausted` → `envelope.retry-exhausted`,
+/// `envelope.nlToFormat.engaged` → `envelope.nl-to-format-engaged`, `agent.toolCalled` →
+/// `agent.tool-called`. A v2 name is unchanged.
 pub fn normalize_type(t: &str) -> String {
-    match t.strip_prefix("envelope.") {
-        Some(rest) => format!("envelope.{}", rest.replace(['.', '_'], "-")),
-        None => t.to_owned(),
+    if let Some((_, v2)) = IRREGULAR.iter().find(|(v1, _)| *v1 == t) {
+        return (*v2).to_owned();
     }
+    let Some((family, rest)) = t.split_once('.') else {
+        return t.to_owned();
+    };
+    let mut out = String::with_capacity(t.len() + 4);
+    out.push_str(family);
+    out.push('.');
+    for c in rest.chars() {
+        match c {
+            '.' | '_' => out.push('-'),
+            c if c.is_ascii_uppercase() => {
+                if !out.ends_with(['.', '-']) {
+                    out.push('-');
+                }
+                out.push(c.to_ascii_lowercase());
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// One event of a run's log.

@@ -12,8 +12,11 @@ mod read;
 mod request;
 mod result;
 
-pub use caps::{CallAccounting, CapabilityDocument, Completion, Reliability};
-pub use error::{ErrorCode, ErrorEnvelope, WireError};
+pub use caps::{
+    CallAccounting, CapabilityDocument, Completion, FamilyRecord, PROTOCOL_VERSION, Reliability,
+    reliability_event_name,
+};
+pub use error::{ErrorCode, ErrorEnvelope, VENDOR_ORG, WireError};
 pub use event::{RunEvent, kind, normalize_type};
 pub use request::{CallAiRequest, Message, Retry, Role};
 pub use result::{
