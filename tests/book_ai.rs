@@ -236,7 +236,10 @@ async fn the_demo_reports_the_same_figures_on_a_sqlite_journal() {
     assert_eq!(on_disk.charges, in_memory.charges);
     // The run is in the journal, with one `provider.usage` per request that reported usage.
     let events = sqlite.events(&on_disk.run_id).await.expect("events");
-    let usage = events.iter().filter(|e| e.kind == "provider.usage").count();
+    let usage = events
+        .iter()
+        .filter(|e| e.kind() == "provider.usage")
+        .count();
     assert_eq!(usage, 7 - 1, "7 requests, one withheld its usage");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -198,12 +198,11 @@ fn v1_spellings_are_accepted_and_v2_written() {
         normalize_type("envelope.retry.exhausted"),
         "envelope.retry-exhausted"
     );
-    let e = RunEvent::from_json(
-        &json!({"type": "envelope.retry.exhausted", "payload": {"totalAttempts": 1}}),
-    )
+    let e = RunEvent::from_json(&json!({"type": "envelope.retry.exhausted",
+                "payload": {"nodeId": "n", "totalAttempts": 1, "finalReason": "parse-error"}}))
     .expect("v1 event");
     assert_eq!(
-        (e.kind.as_str(), e.u64("totalAttempts")),
+        (e.kind(), e.u64("totalAttempts")),
         ("envelope.retry-exhausted", Some(1))
     );
 }

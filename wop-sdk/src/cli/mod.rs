@@ -545,7 +545,7 @@ async fn events(
     } else {
         events
             .iter()
-            .try_for_each(|e| writeln!(out, "{:>4} {:<32} {}", e.seq, e.kind, e.payload))
+            .try_for_each(|e| writeln!(out, "{:>4} {:<32} {}", e.sequence, e.kind(), e.payload()))
     };
     written.map_err(|e| CliError::failed(format!("cannot write: {e}")))
 }

@@ -112,7 +112,7 @@ fn unknown_node_lists_the_pack() {
     assert_eq!(e.exit, 2);
     assert_eq!(
         e.message,
-        "--node x.y: no such node in the pack `community.test` (its nodes: )"
+        "--node x.y: no such node in the pack `community.demo.test` (its nodes: )"
     );
 }
 

@@ -59,6 +59,9 @@ CREATE TABLE charges (
 );
 ";
 
+/// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
+pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
+
 /// The tables and columns this build reads and writes (checked on open).
 pub(super) const TABLES: &[(&str, &[&str])] = &[
     ("runs", &["seq", "run_id", "owner", "replay_of", "meta"]),
@@ -78,7 +81,7 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
         "requests",
         &["run_id", "node_id", "call_index", "n", "max_tokens"],
     ),
-    ("events", &["run_id", "seq", "kind", "payload"]),
+    ("events", &["run_id", "seq", "kind", "payload", "ts"]),
     (
         "charges",
         &[
@@ -308,6 +311,7 @@ pub(super) fn migrate_step(conn: &Connection, from: u32) -> Result<(), JournalEr
             no_foreign_tables(conn)?;
             conn.execute_batch(SCHEMA_V1).map_err(sql)
         }
+        1 => conn.execute_batch(SCHEMA_V2).map_err(sql),
         other => Err(JournalError::Corrupt(format!(
             "no migration from schema version {other}"
         ))),

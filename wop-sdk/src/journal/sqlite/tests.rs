@@ -51,6 +51,11 @@ fn key(run: &str, call: u32) -> AttemptKey {
     }
 }
 
+/// A valid `provider.usage` payload.
+fn usage(output_tokens: u64) -> Value {
+    json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": output_tokens})
+}
+
 fn charge() -> Charge {
     Charge {
         beneficiaries: vec!["u1".into(), "u2".into()],
@@ -74,7 +79,7 @@ async fn journal_with(path: &Path, calls: u32) {
                 result: format!("{{\"content\":\"{}\"}}", "x".repeat(200)),
             },
             Some(&charge()),
-            &[("provider.usage".into(), json!({"i": i}))],
+            &[("provider.usage".into(), usage(u64::from(i)))],
         )
         .await
         .expect("finish");
@@ -187,7 +192,7 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
             &k,
             &outcome,
             Some(&charge()),
-            &[("provider.usage".into(), json!({"outputTokens": 42}))],
+            &[("provider.usage".into(), usage(42))],
         )
         .await
         .expect("finish");
@@ -397,7 +402,7 @@ async fn a_read_only_journal_reads_and_refuses_writes() {
         j.begin(&key("r1", 9), &Fingerprint([7; 32]), "a-9")
             .await
             .map(|_| ()),
-        j.append_event(&RunId::new("r1"), "x", &json!({}))
+        j.append_event(&RunId::new("r1"), "x.y", &json!({}))
             .await
             .map(|_| ()),
         j.record_request(&key("r1", 0), 2, 1).await,
@@ -544,7 +549,7 @@ async fn concurrent_calls_are_all_kept() {
                         result: format!("{{\"i\":{i}}}"),
                     },
                     Some(&charge()),
-                    &[("provider.usage".into(), json!({"i": i}))],
+                    &[("provider.usage".into(), usage(u64::from(i)))],
                 )
                 .await
                 .expect("finish");
@@ -562,8 +567,8 @@ async fn concurrent_calls_are_all_kept() {
             .events(&RunId::new(format!("run-{r}")))
             .await
             .expect("events");
-        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, (1..=8).collect::<Vec<u64>>());
+        let seqs: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+        assert_eq!(seqs, (0..8).collect::<Vec<u64>>());
     }
     eprintln!(
         "96 writes from 32 concurrent calls: {} commits in {elapsed:?}",
