@@ -577,3 +577,69 @@ async fn concurrent_calls_are_all_kept() {
     drop(j);
     cleanup(&path);
 }
+
+#[tokio::test]
+async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
+    let path = temp_path("schema-1");
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+    {
+        // A journal as the first build wrote it: `seq` from 1, v1 payloads, no timestamps.
+        let c = Connection::open(&path).expect("plain open");
+        c.execute_batch(super::open::SCHEMA_V1).expect("schema 1");
+        c.pragma_update(None, "user_version", 1).expect("version");
+        for (seq, kind, payload) in [
+            (
+                1,
+                "node.started",
+                r#"{"nodeId":"main","typeId":"community.demo.x"}"#,
+            ),
+            (
+                2,
+                "envelope.retry.exhausted",
+                r#"{"nodeId":"main","totalAttempts":2,"finalReason":"provider-error"}"#,
+            ),
+            (
+                3,
+                "node.failed",
+                r#"{"nodeId":"main","error":{"error":"upstream_unavailable","message":"m"}}"#,
+            ),
+        ] {
+            c.execute(
+                "INSERT INTO events (run_id, seq, kind, payload) VALUES ('run-1', ?1, ?2, ?3)",
+                rusqlite::params![seq, kind, payload],
+            )
+            .expect("row");
+        }
+    }
+    let j = SqliteJournal::open(&path).expect("migrates");
+    let events = j.events(&RunId::new("run-1")).await.expect("events");
+    let seqs: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+    assert_eq!(seqs, [0, 1, 2]);
+    assert!(events.iter().all(|e| e.timestamp == UNKNOWN_TIME));
+    assert_eq!(events[1].kind(), "envelope.retry-exhausted");
+    assert_eq!(
+        events[1].payload()["finalReason"],
+        crate::wire::PROVIDER_FAILURE_REASON
+    );
+    assert_eq!(
+        events[2].payload()["error"],
+        json!({"code": "upstream_unavailable", "message": "m"})
+    );
+    // A new event continues the log, with its time.
+    assert_eq!(
+        j.append_event(
+            &RunId::new("run-1"),
+            "node.started",
+            &json!({"nodeId": "again", "typeId": "community.demo.x"})
+        )
+        .await,
+        Ok(3)
+    );
+    let events = j.events(&RunId::new("run-1")).await.expect("events");
+    assert_ne!(events[3].timestamp, UNKNOWN_TIME);
+    drop(j);
+    let c = Connection::open(&path).expect("plain open");
+    assert_eq!(user_version(&c), Ok(SCHEMA_VERSION));
+    drop(c);
+    cleanup(&path);
+}
