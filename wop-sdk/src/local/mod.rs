@@ -877,10 +877,9 @@ impl LocalHost {
         &self.inner.journal
     }
 
-    /// A new run id: the host's whole seed (time, process, host) and a counter, so runs started by
-    /// two processes on one journal do not collide.
-    /// A v2 run id `<tenant>/<opaque>`: the tenant `local`, then the host's seed and a counter
-    /// (32 hex characters, inside the 16..=128 the protocol asks of the opaque part).
+    /// A new v2 run id `<tenant>/<opaque>`: the tenant `local`, then the host's whole seed (time,
+    /// process, host) and a counter as 32 hex characters (the protocol asks 16..=128), so runs
+    /// started by two processes on one journal do not collide.
     fn new_run_id(&self) -> RunId {
         let n = RUN_COUNTER.fetch_add(1, Ordering::SeqCst);
         RunId::new(format!("local/{:016x}{n:016x}", self.inner.seed))
