@@ -4,8 +4,8 @@
 //! cargo run --example book_ai                      # the demo: estimate, progress, report
 //! cargo run --example book_ai -- --report docs/report.svg   # the demo, and its picture
 //! cargo run --example book_ai -- manifest          # pack.json
-//! cargo run --example book_ai -- estimate --input-json '{"community.bookai.plan-outline": {...}}'
-//! cargo run --example book_ai -- run --node community.bookai.plan-outline --input brief.json --script s.json
+//! cargo run --example book_ai -- estimate --input-json '{"community.demo.bookai.plan-outline": {...}}'
+//! cargo run --example book_ai -- run --node community.demo.bookai.plan-outline --input brief.json --script s.json
 //! ```
 //!
 //! `pack.rs` holds the nodes (copy from it); `demo.rs` the demo run and its report;

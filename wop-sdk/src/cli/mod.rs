@@ -34,7 +34,7 @@
 //!
 //! ```rust,no_run
 //! fn main() -> std::process::ExitCode {
-//!     let pack = wop_sdk::manifest::Pack::new("community.example", "0.1.0"); // .node(MyNode) … or `pack!`
+//!     let pack = wop_sdk::manifest::Pack::new("community.demo.example", "0.1.0"); // .node(MyNode) … or `pack!`
 //!     wop_sdk::cli::main(pack)
 //! }
 //! ```

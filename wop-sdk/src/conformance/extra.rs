@@ -482,16 +482,15 @@ mod tests {
     use crate::wire::{ErrorEnvelope, RunEvent, kind};
 
     fn ev(k: &str, payload: Value) -> RunEvent {
-        RunEvent {
-            seq: 0,
-            run_id: "r".into(),
-            kind: k.into(),
-            payload,
-        }
+        let event = crate::wire::Event::from_parts(k, &payload).expect("a valid event");
+        RunEvent::new("r", 0, String::new(), event)
     }
 
     fn usage(out: u64) -> RunEvent {
-        ev(kind::PROVIDER_USAGE, json!({"outputTokens": out}))
+        ev(
+            kind::PROVIDER_USAGE,
+            json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": out, "nodeId": "main"}),
+        )
     }
 
     fn done(attempts: Value, events: Vec<RunEvent>, answer: Value) -> Observed {
