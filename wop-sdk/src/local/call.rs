@@ -216,7 +216,12 @@ impl<'a> Call<'a> {
                     // The dispatch outcome is unknown: terminal, never charged, never repeated.
                     return self.end_ambiguous(cause);
                 }
-                Err(ProviderError::Failed(cause)) => {
+                // Until the host's backoff lands (issue 16), a transient answer is retried
+                // like a failed one, at once and within the cap.
+                Err(
+                    ProviderError::Failed(cause)
+                    | ProviderError::Transient { message: cause, .. },
+                ) => {
                     t.usage_complete = false;
                     last_miss = Some(Miss::ProviderError(cause));
                     if t.count < normal_limit {

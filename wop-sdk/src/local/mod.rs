@@ -24,6 +24,8 @@
 
 mod call;
 mod mock;
+#[cfg(feature = "openai")]
+pub mod openai;
 mod provider;
 
 pub use mock::{Script, ScriptedProvider, Step};

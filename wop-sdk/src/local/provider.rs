@@ -4,6 +4,7 @@ use crate::host::{BoxFuture, RunId};
 use crate::wire::{FinishReason, Message, StructuredOutputMode, Usage, WireError};
 use serde_json::Value;
 use std::fmt;
+use std::time::Duration;
 
 /// One request the host sends to a provider.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,11 +48,25 @@ pub struct ProviderReply {
 }
 
 /// A provider's failure. The text is private: it reaches only the host's diagnostics.
+///
+/// A provider never retries by itself: the host's retry loop owns the cap, the backoff and the
+/// counting.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProviderError {
-    /// The provider answered with an error: nothing was generated.
+    /// An answer that will not change on retry (400, 401, 403, 404, 422 ...): nothing generated.
     Failed(String),
-    /// No answer came: whether anything was generated is unknown.
+    /// A transient answer (429, 500, 502, 503, 504, connection refused/reset before a reply):
+    /// nothing generated; worth another request after `retry_after` (from `Retry-After`).
+    Transient {
+        /// What happened (private).
+        message: String,
+        /// How long the provider asked to wait, when it said.
+        retry_after: Option<Duration>,
+        /// The request reached the provider (an HTTP status came back).
+        reached: bool,
+    },
+    /// No complete answer (timeout, connection closed mid-body): whether anything was generated
+    /// is unknown.
     NoAnswer(String),
 }
 
@@ -59,6 +74,17 @@ impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Failed(m) => write!(f, "provider error: {m}"),
+            Self::Transient {
+                message,
+                retry_after,
+                ..
+            } => {
+                write!(f, "transient provider error: {message}")?;
+                match retry_after {
+                    Some(d) => write!(f, " (retry after {} ms)", d.as_millis()),
+                    None => Ok(()),
+                }
+            }
             Self::NoAnswer(m) => write!(f, "no answer from the provider: {m}"),
         }
     }
