@@ -15,9 +15,7 @@ use serde_json::{Value, json};
 use server::{Answer, Server, scripted};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wop_sdk::conformance::{
-    ConformanceTarget, EchoAttempts, LEG_IDS, Observed, run_conformance,
-};
+use wop_sdk::conformance::{ConformanceTarget, EchoAttempts, LEG_IDS, Observed, run_conformance};
 use wop_sdk::host::BoxFuture;
 use wop_sdk::local::openai::{ApiKey, OpenAiConfig, OpenAiProvider, TokenLimitField};
 use wop_sdk::local::{LocalHost, Provider, ProviderError, ProviderRequest};
@@ -41,6 +39,8 @@ fn schema() -> Value {
            "required": ["text"]})
 }
 
+// `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
+#[allow(clippy::useless_conversion)]
 fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> ProviderRequest {
     ProviderRequest {
         run_id: RunId::new("local/test-run"),
@@ -83,7 +83,10 @@ async fn native_mode_sends_the_schema_as_response_format() {
     let got = server.received();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].request_line, "POST /v1/chat/completions HTTP/1.1");
-    assert_eq!(got[0].header("authorization"), Some(&*format!("Bearer {KEY}")));
+    assert_eq!(
+        got[0].header("authorization"),
+        Some(&*format!("Bearer {KEY}"))
+    );
     assert_eq!(got[0].header("content-type"), Some("application/json"));
     assert_eq!(
         got[0].body,
@@ -130,7 +133,10 @@ async fn prompt_mode_puts_the_schema_in_the_system_message() {
     let system = body["messages"][0]["content"].as_str().expect("system");
     assert!(system.starts_with("You write scenes.\n\n"), "{system}");
     assert!(system.ends_with(&schema().to_string()), "{system}");
-    assert_eq!(body["messages"][1], json!({"role": "user", "content": "Write a scene."}));
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "user", "content": "Write a scene."})
+    );
     // The fence a chat model adds in prompt mode is removed; the mode used is reported.
     assert_eq!(reply.content, br#"{"text":"Fog."}"#);
     assert_eq!(reply.mode, Some(StructuredOutputMode::Prompt));
@@ -190,9 +196,13 @@ async fn rate_limit_is_transient_with_its_retry_after() {
     let server = Server::start().await;
     let date = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(120));
     server.push([
-        Answer::json(429, &json!({"error": {"message": "Rate limit reached", "key": KEY}}))
-            .header("retry-after", "3"),
-        Answer::json(503, &json!({"error": {"message": "overloaded"}})).header("retry-after", &date),
+        Answer::json(
+            429,
+            &json!({"error": {"message": "Rate limit reached", "key": KEY}}),
+        )
+        .header("retry-after", "3"),
+        Answer::json(503, &json!({"error": {"message": "overloaded"}}))
+            .header("retry-after", &date),
         Answer::json(500, &json!({"error": {"message": "boom"}})),
     ]);
     let p = provider(config(&server));
@@ -207,7 +217,10 @@ async fn rate_limit_is_transient_with_its_retry_after() {
     };
     assert_eq!(*retry_after, Some(Duration::from_secs(3)));
     assert!(*reached);
-    assert!(message.contains("429") && message.contains("Rate limit"), "{message}");
+    assert!(
+        message.contains("429") && message.contains("Rate limit"),
+        "{message}"
+    );
     assert!(!message.contains(KEY), "the key is cut out: {message}");
 
     let e = p.generate(request(None, None)).await.expect_err("503");
@@ -215,7 +228,10 @@ async fn rate_limit_is_transient_with_its_retry_after() {
         panic!("503 is transient: {e:?}");
     };
     let wait = retry_after.expect("an HTTP date is a wait");
-    assert!(wait > Duration::from_secs(100) && wait <= Duration::from_secs(120), "{wait:?}");
+    assert!(
+        wait > Duration::from_secs(100) && wait <= Duration::from_secs(120),
+        "{wait:?}"
+    );
 
     let e = p.generate(request(None, None)).await.expect_err("500");
     assert!(matches!(
@@ -237,8 +253,14 @@ async fn server_error_then_success_on_the_next_request() {
     ]);
     let p = provider(config(&server));
     let first = p.generate(request(None, None)).await;
-    assert!(matches!(first, Err(ProviderError::Transient { .. })), "{first:?}");
-    let second = p.generate(request(None, None)).await.expect("the next request");
+    assert!(
+        matches!(first, Err(ProviderError::Transient { .. })),
+        "{first:?}"
+    );
+    let second = p
+        .generate(request(None, None))
+        .await
+        .expect("the next request");
     assert_eq!(second.content, b"{\"text\":\"ok\"}");
     // The provider itself never retries: one request per call of `generate`.
     assert_eq!(server.received().len(), 2);
@@ -279,7 +301,10 @@ async fn malformed_bodies_are_failed() {
     ]);
     let p = provider(config(&server));
     for _ in 0..3 {
-        let e = p.generate(request(None, None)).await.expect_err("malformed");
+        let e = p
+            .generate(request(None, None))
+            .await
+            .expect_err("malformed");
         assert!(matches!(e, ProviderError::Failed(_)), "{e:?}");
     }
 }
@@ -315,8 +340,9 @@ async fn a_server_that_never_answers_times_out_as_no_answer() {
 #[tokio::test]
 async fn a_connection_closed_mid_body_is_no_answer() {
     let server = Server::start().await;
-    let full = json!({"choices": [{"message": {"content": "a long reply"}, "finish_reason": "stop"}]})
-        .to_string();
+    let full =
+        json!({"choices": [{"message": {"content": "a long reply"}, "finish_reason": "stop"}]})
+            .to_string();
     server.push([Answer::CloseMidBody {
         declared: full.len(),
         body: full.as_bytes()[..full.len() / 2].to_vec(),
@@ -380,7 +406,10 @@ async fn the_request_span_carries_the_gen_ai_attributes_and_no_secret() {
     let server = Server::start().await;
     server.push([
         Answer::completion("{\"text\":\"secret prose\"}", "stop", Some((31, 9))),
-        Answer::json(429, &json!({"error": {"message": format!("slow down {KEY}")}})),
+        Answer::json(
+            429,
+            &json!({"error": {"message": format!("slow down {KEY}")}}),
+        ),
     ]);
     let captured = Captured::default();
     let sink = captured.clone();
@@ -431,7 +460,11 @@ struct Brief {
     premise: String,
 }
 
-#[wop_node(type_id = "community.openai-test.draft-scene", version = "1.0.0", max_calls = 3)]
+#[wop_node(
+    type_id = "community.openai-test.draft-scene",
+    version = "1.0.0",
+    max_calls = 3
+)]
 async fn draft_scene(ctx: &NodeCtx<'_>, brief: Brief) -> Result<Scene, NodeError> {
     let completion = ctx
         .call_ai(AiRequest::<Scene>::prompt(&brief.premise).max_tokens(100))
@@ -499,7 +532,11 @@ async fn a_typed_node_runs_against_the_server_in_native_mode() {
 #[tokio::test]
 async fn prompt_mode_through_the_host_reports_prompt() {
     let server = Server::start().await;
-    server.push([Answer::completion(r#"{"answer":"ok"}"#, "stop", Some((20, 4)))]);
+    server.push([Answer::completion(
+        r#"{"answer":"ok"}"#,
+        "stop",
+        Some((20, 4)),
+    )]);
     let host = provider(config(&server))
         .local_host()
         .config(|c| c.native_structured_output = false)
@@ -582,8 +619,11 @@ async fn a_reply_without_usage_makes_usage_incomplete() {
 async fn host_retry_429_with_retry_after_then_success() {
     let server = Server::start().await;
     server.push([
-        Answer::json(429, &json!({"error": {"message": "Rate limit reached for requests"}}))
-            .header("retry-after", "0"),
+        Answer::json(
+            429,
+            &json!({"error": {"message": "Rate limit reached for requests"}}),
+        )
+        .header("retry-after", "0"),
         Answer::completion(r#"{"answer":"ok"}"#, "stop", Some((20, 4))),
     ]);
     let host = provider(config(&server)).local_host().build();
@@ -613,7 +653,10 @@ async fn host_retry_500_then_success() {
     ]);
     let host = provider(config(&server)).local_host().build();
     let outcome = host.run(&DraftScene, brief()).await;
-    assert_eq!(outcome.result.as_ref().expect("completed"), &json!({"text": "Fog."}));
+    assert_eq!(
+        outcome.result.as_ref().expect("completed"),
+        &json!({"text": "Fog."})
+    );
     assert_eq!(outcome.calls[0].requests, Some(2));
     assert_eq!(outcome.calls[0].usage_complete, Some(false));
 }
@@ -623,11 +666,17 @@ async fn host_retry_500_then_success() {
 #[tokio::test]
 async fn host_retry_stops_at_the_cap() {
     let server = Server::start().await;
-    server.repeat(503, &json!({"error": {"message": "overloaded upstream xyz"}}));
+    server.repeat(
+        503,
+        &json!({"error": {"message": "overloaded upstream xyz"}}),
+    );
     let host = provider(config(&server)).local_host().build();
     let outcome = host.run(&DraftScene, brief()).await;
     let public = serde_json::to_string(outcome.result.as_ref().expect_err("fails")).expect("json");
-    assert!(!public.contains("xyz") && !public.contains("503"), "{public}");
+    assert!(
+        !public.contains("xyz") && !public.contains("503"),
+        "{public}"
+    );
     assert!(
         host.diagnostics()
             .iter()

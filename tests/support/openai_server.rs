@@ -238,7 +238,10 @@ fn reason(status: u16) -> &'static str {
 }
 
 fn head(status: u16, headers: &[(String, String)], length: usize) -> Vec<u8> {
-    let mut h = format!("HTTP/1.1 {status} {}\r\ncontent-length: {length}\r\n", reason(status));
+    let mut h = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-length: {length}\r\n",
+        reason(status)
+    );
     for (k, v) in headers {
         h.push_str(&format!("{k}: {v}\r\n"));
     }

@@ -5,11 +5,15 @@
 //! PACK estimate (--input FILE | --input-json JSON) [--json]
 //!                                                 worst case per node; input maps type ids to inputs
 //! PACK run --node TYPE_ID (--input FILE | --input-json JSON) [--script FILE] [--journal PATH] [--json]
+//!          [--provider openai --base-url URL --model M [--api-key-env NAME]]
+//!                                                 see [`ProviderArgs`]
 //! PACK events RUN_ID --journal PATH [--json]
 //! PACK replay RUN_ID --journal PATH [--json]
 //! PACK conformance [--journal PATH] [--older-host] [--json]
 //!                                                 the eight RFC 0248 legs against the local host
 //! ```
+//!
+//! `-v` (repeatable) or `RUST_LOG` turn on tracing to standard error.
 //!
 //! Exit codes: 0 success; 1 a run that failed or would not fit its budget; 2 a usage error (bad
 //! argument, unreadable or invalid input file). Every error about a file names the file, the
@@ -30,9 +34,11 @@
 //! }
 //! ```
 
+mod provider;
 mod render;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use crate::budget::Estimate;
 use crate::caps::Capabilities;
@@ -42,6 +48,7 @@ use crate::local::{LocalHost, RunOptions, Script, ScriptedProvider};
 use crate::manifest::Pack;
 use crate::node::{DynNode, NodeOutcome};
 use clap::{Args, Parser, Subcommand};
+pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
 use render::render_outcome;
 pub use render::{estimate_table, progress_line};
 use serde_json::{Map, Value, json};
@@ -90,6 +97,9 @@ impl fmt::Display for CliError {
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// More tracing on standard error (-v info, -vv debug, -vvv trace); `RUST_LOG` wins.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Debug, Args)]
@@ -132,6 +142,8 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        provider: ProviderArgs,
     },
     /// Print a recorded run's events.
     Events {
@@ -178,6 +190,7 @@ pub fn main(pack: Pack) -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    trace::install(cli.verbose);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -219,6 +232,7 @@ async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<
             script,
             journal,
             json,
+            provider,
         } => {
             let node = find(pack, &node)?;
             let input = read_input(&input)?;
@@ -228,7 +242,7 @@ async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<
                 })
                 .transpose()?;
             let journal = open_journal(journal.as_deref(), JournalUse::Record)?;
-            run(node, input, script, journal, json, out).await
+            run(node, input, script, journal, provider, json, out).await
         }
         Command::Events {
             run_id,
@@ -380,8 +394,12 @@ fn plan_of(
     })
 }
 
-fn host_with(journal: Arc<dyn Journal>, provider: ScriptedProvider, progress: bool) -> LocalHost {
-    let b = LocalHost::builder().provider(provider).journal(journal);
+fn host_with(
+    builder: crate::local::LocalHostBuilder,
+    journal: Arc<dyn Journal>,
+    progress: bool,
+) -> LocalHost {
+    let b = builder.journal(journal);
     if progress {
         b.observer(|e| {
             if let Some(line) = progress_line(e) {
@@ -468,18 +486,25 @@ async fn run(
     input: Input,
     script: Option<Script>,
     journal: Arc<dyn Journal>,
+    provider: ProviderArgs,
     json: bool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let plan = plan_of(node, &input.value, &input.origin, "")?;
-    if script.is_none() && input.value.get("script").is_none() {
+    let builder = provider.host_builder()?;
+    if !provider.is_script() && script.is_some() {
+        return Err(CliError::usage(
+            "--script serves the scripted provider: drop it, or drop `--provider openai`",
+        ));
+    }
+    if provider.is_script() && script.is_none() && input.value.get("script").is_none() {
         return Err(CliError::usage(format!(
             "{}: no provider script: pass --script FILE (or a `script` field in the input, for a \
-             node that takes one); the local host's provider serves only scripted replies",
+             node that takes one), or use `--provider openai` for an OpenAI-compatible server",
             input.origin
         )));
     }
-    let host = host_with(journal, ScriptedProvider::default(), !json);
+    let host = host_with(builder, journal, !json);
     let caps = Capabilities::negotiate(host.capabilities());
     let mut estimate = Estimate::new(&caps);
     let s = node.spec();
@@ -578,7 +603,8 @@ async fn replay(
         .unwrap_or_else(|| "main".to_owned());
     let input = meta("input").unwrap_or(Value::Object(Map::new()));
     let node = find(pack, &type_id)?;
-    let host = host_with(journal, ScriptedProvider::default(), !json);
+    let builder = LocalHost::builder().provider(ScriptedProvider::default());
+    let host = host_with(builder, journal, !json);
     let outcome = host.replay(run, &node_id, node, input).await;
     print_outcome(&outcome, None, json, out)
 }

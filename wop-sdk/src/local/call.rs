@@ -219,8 +219,7 @@ impl<'a> Call<'a> {
                 // Until the host's backoff lands (issue 16), a transient answer is retried
                 // like a failed one, at once and within the cap.
                 Err(
-                    ProviderError::Failed(cause)
-                    | ProviderError::Transient { message: cause, .. },
+                    ProviderError::Failed(cause) | ProviderError::Transient { message: cause, .. },
                 ) => {
                     t.usage_complete = false;
                     last_miss = Some(Miss::ProviderError(cause));

@@ -388,7 +388,9 @@ mod tests {
         let e = OpenAiConfig::new("not a url", "m").expect_err("bad");
         assert_eq!(e.field, "base_url");
         assert_eq!(
-            OpenAiConfig::new("http://h/v1", " ").expect_err("empty model").field,
+            OpenAiConfig::new("http://h/v1", " ")
+                .expect_err("empty model")
+                .field,
             "model"
         );
     }

@@ -29,10 +29,7 @@ pub(crate) fn status(
     key: Option<&ApiKey>,
 ) -> ProviderError {
     let excerpt = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_KEPT)]);
-    let message = redact(
-        &format!("HTTP {status}: {}", excerpt.trim()),
-        key,
-    );
+    let message = redact(&format!("HTTP {status}: {}", excerpt.trim()), key);
     if status == StatusCode::REQUEST_TIMEOUT
         || status == StatusCode::TOO_MANY_REQUESTS
         || status.is_server_error()
@@ -56,16 +53,21 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    if let Some(ms) = text("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     let value = text("retry-after")?;
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
-    if let Some(secs) = value.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0) {
+    if let Some(secs) = value
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+    {
         return Some(Duration::from_secs_f64(secs));
     }
     let at = httpdate::parse_http_date(value).ok()?;
@@ -144,7 +146,10 @@ mod tests {
             Some(Duration::from_millis(250))
         );
         let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
-        assert_eq!(at(&[("retry-after", &later)]), Some(Duration::from_secs(30)));
+        assert_eq!(
+            at(&[("retry-after", &later)]),
+            Some(Duration::from_secs(30))
+        );
         let earlier = httpdate::fmt_http_date(now - Duration::from_secs(30));
         assert_eq!(at(&[("retry-after", &earlier)]), Some(Duration::ZERO));
         assert_eq!(at(&[("retry-after", "soon")]), None);
@@ -184,7 +189,8 @@ mod tests {
             ));
         }
         let long = vec![b'x'; 10_000];
-        let ProviderError::Failed(text) = status(StatusCode::BAD_REQUEST, &HeaderMap::new(), &long, None)
+        let ProviderError::Failed(text) =
+            status(StatusCode::BAD_REQUEST, &HeaderMap::new(), &long, None)
         else {
             panic!("400 is permanent");
         };

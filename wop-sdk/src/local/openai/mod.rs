@@ -101,14 +101,15 @@ impl OpenAiProvider {
         let authorization = config
             .key()
             .map(|k| {
-                let mut v = HeaderValue::from_str(&format!("Bearer {}", k.expose())).map_err(
-                    |_| OpenAiConfigError {
-                        field: "api_key".to_owned(),
-                        message: "must be printable ASCII without line breaks (it is sent in \
+                let mut v =
+                    HeaderValue::from_str(&format!("Bearer {}", k.expose())).map_err(|_| {
+                        OpenAiConfigError {
+                            field: "api_key".to_owned(),
+                            message: "must be printable ASCII without line breaks (it is sent in \
                                   the `Authorization` header)"
-                            .to_owned(),
-                    },
-                )?;
+                                .to_owned(),
+                        }
+                    })?;
                 v.set_sensitive(true);
                 Ok(v)
             })

@@ -62,7 +62,10 @@ pub(crate) fn finish_reason(reason: Option<&str>) -> FinishReason {
 }
 
 /// Parses a successful reply body.
-pub(crate) fn parse(body: &[u8], request: &ProviderRequest) -> Result<ProviderReply, ProviderError> {
+pub(crate) fn parse(
+    body: &[u8],
+    request: &ProviderRequest,
+) -> Result<ProviderReply, ProviderError> {
     let completion: ChatCompletion = serde_json::from_slice(body).map_err(|e| {
         ProviderError::Failed(format!(
             "the reply body ({} bytes) is not a chat completion: {e}",
@@ -77,9 +80,10 @@ pub(crate) fn parse(body: &[u8], request: &ProviderRequest) -> Result<ProviderRe
     let message = choice.message.ok_or_else(|| {
         ProviderError::Failed("the reply's `choices[0]` has no `message`".to_owned())
     })?;
-    let mode = request.response_schema.as_ref().map(|_| {
-        request.mode.unwrap_or(StructuredOutputMode::Native)
-    });
+    let mode = request
+        .response_schema
+        .as_ref()
+        .map(|_| request.mode.unwrap_or(StructuredOutputMode::Native));
     let (content, finish) = match message.refusal.filter(|r| !r.is_empty()) {
         Some(refusal) => (refusal, FinishReason::ContentFilter),
         None => {
@@ -129,6 +133,8 @@ mod tests {
     use crate::host::RunId;
     use serde_json::json;
 
+    // `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
+    #[allow(clippy::useless_conversion)]
     fn request(mode: Option<StructuredOutputMode>) -> ProviderRequest {
         ProviderRequest {
             run_id: RunId::new("local/r"),
@@ -181,8 +187,10 @@ mod tests {
             })
         );
         let r = parse(
-            &body(&json!({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 3}})),
+            &body(
+                &json!({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3}}),
+            ),
             &request(None),
         )
         .expect("reply");

@@ -99,6 +99,8 @@ mod tests {
     use crate::host::RunId;
     use crate::wire::Message;
 
+    // `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
+    #[allow(clippy::useless_conversion)]
     fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> ProviderRequest {
         ProviderRequest {
             run_id: RunId::new("local/r"),
