@@ -21,11 +21,16 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use wop_sdk::budget::NodeEstimate;
+use wop_sdk::host::BoxFuture;
 use wop_sdk::journal::{Journal, MemoryJournal};
-use wop_sdk::local::{LocalHost, RunOptions, Script, ScriptedProvider};
+use wop_sdk::local::{
+    LocalConfig, LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
+    Script, ScriptedProvider,
+};
 use wop_sdk::node::NodeOutcome;
+use wop_sdk::wire::WireError;
 use wop_sdk::{Capabilities, DynNode, Estimate, Node, RunId};
 
 /// The bundled script, compiled into the binary.
@@ -132,8 +137,8 @@ pub struct BookReport {
     pub nodes: Vec<NodeRun>,
     /// Charges per beneficiary: (generations, output tokens).
     pub charges: BTreeMap<String, (u32, u64)>,
-    /// The provider, to compare its own record with the report.
-    pub provider: ScriptedProvider,
+    /// The provider's own record of what it was sent, to compare with the report.
+    pub provider: Recorder,
     /// The book as far as it got.
     pub outline: Option<Outline>,
     /// The drafted chapters.
@@ -185,6 +190,68 @@ pub fn estimate_book(host: &LocalHost, brief: &BookBrief) -> Estimate {
     estimate
 }
 
+/// The provider behind the demo with a record of every request it was sent: the report's
+/// "provider" column is the provider's own count, not the runtime's.
+#[derive(Clone)]
+pub struct Recorder {
+    inner: Arc<dyn Provider>,
+    sent: Arc<Mutex<Vec<ProviderRequest>>>,
+}
+
+impl fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Recorder")
+            .field("provider", &self.inner.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Records what `inner` is sent.
+    pub fn new(inner: Arc<dyn Provider>) -> Self {
+        Self {
+            inner,
+            sent: Arc::default(),
+        }
+    }
+
+    /// The requests sent for `run`, in order.
+    pub fn requests_of(&self, run: &RunId) -> Vec<ProviderRequest> {
+        self.sent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|r| &r.run_id == run)
+            .cloned()
+            .collect()
+    }
+}
+
+impl Provider for Recorder {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn generate<'a>(
+        &'a self,
+        request: ProviderRequest,
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
+        self.sent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.clone());
+        self.inner.generate(request)
+    }
+
+    fn install_script(&self, run: &RunId, script: Script) -> bool {
+        self.inner.install_script(run, script)
+    }
+
+    fn prepare_run(&self, run: &RunId, input: &Value) -> Result<(), WireError> {
+        self.inner.prepare_run(run, input)
+    }
+}
+
 /// Estimates, then runs the book: outline, then per chapter a draft and a review, as nodes of
 /// one run on a local host with the scripted provider. `journal` is where the run is recorded
 /// (in memory for the demo; a `SqliteJournal` plugs in here unchanged). `progress` receives the
@@ -195,10 +262,25 @@ pub async fn run_book(
     journal: Arc<dyn Journal>,
     progress: impl Fn(&str) + Send + Sync + 'static,
 ) -> Result<BookReport, Refused> {
+    let provider = Arc::new(ScriptedProvider::default());
+    run_book_with(brief, provider, |_| {}, Some(script), journal, progress).await
+}
+
+/// [`run_book`] with any provider (an OpenAI-compatible server, say) and the host settings it
+/// needs; `script` only for a provider that serves scripts.
+pub async fn run_book_with(
+    brief: &BookBrief,
+    provider: Arc<dyn Provider>,
+    configure: impl FnOnce(&mut LocalConfig),
+    script: Option<Script>,
+    journal: Arc<dyn Journal>,
+    progress: impl Fn(&str) + Send + Sync + 'static,
+) -> Result<BookReport, Refused> {
     let progress = Arc::new(progress);
     let live = Arc::clone(&progress);
-    let provider = ScriptedProvider::default();
+    let provider = Recorder::new(provider);
     let host = LocalHost::builder()
+        .config(configure)
         .provider(provider.clone())
         .journal(journal)
         // The host's observer sees every event as it happens.
@@ -220,7 +302,7 @@ pub async fn run_book(
     let mut book = Book {
         host,
         run_id: None,
-        script: Some(script),
+        script,
         report: BookReport {
             run_id: RunId::new(""),
             estimate,
@@ -462,18 +544,32 @@ impl fmt::Display for BookReport {
 }
 
 /// The demo: the estimate, the run with progress lines, the report. Exit 0 when the book
-/// completed, 1 when a node failed or the run was refused.
-pub async fn main() -> std::process::ExitCode {
+/// completed, 1 when a node failed or the run was refused. With `provider` (an OpenAI-compatible
+/// server and whether to ask for native structured output), the book is written by that model
+/// instead of the bundled script.
+pub async fn main(
+    provider: Option<(wop_sdk::local::openai::OpenAiProvider, bool)>,
+) -> std::process::ExitCode {
     let brief = demo_brief();
-    let script = match bundled_script() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
-    match run_book(&brief, script, journal, say).await {
+    let run = match provider {
+        Some((p, native)) => {
+            let fit = p.clone();
+            let configure = move |c: &mut LocalConfig| {
+                fit.configure_host(c);
+                c.native_structured_output = native;
+            };
+            run_book_with(&brief, Arc::new(p), configure, None, journal, say).await
+        }
+        None => match bundled_script() {
+            Ok(script) => run_book(&brief, script, journal, say).await,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+    };
+    match run {
         Err(refused) => {
             eprintln!("error: {refused}");
             std::process::ExitCode::FAILURE

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! cargo run --example book_ai                      # the demo: estimate, progress, report
+//! cargo run --example book_ai -- run --provider openai --base-url http://127.0.0.1:8080/v1 --model M
+//!                                                  # the same demo, written by a real model
 //! cargo run --example book_ai -- manifest          # pack.json
 //! cargo run --example book_ai -- estimate --input-json '{"community.bookai.plan-outline": {...}}'
 //! cargo run --example book_ai -- run --node community.bookai.plan-outline --input brief.json --script s.json
@@ -16,15 +18,37 @@ mod pack;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // With arguments, this binary is the pack's command line.
-    if std::env::args_os().len() > 1 {
+    let args: Vec<String> = std::env::args().collect();
+    // `run` without `--node` is the demo, with the provider flags of `run`; any other arguments
+    // make this binary the pack's command line.
+    let demo_run = args.get(1).map(String::as_str) == Some("run")
+        && !args
+            .iter()
+            .any(|a| a == "--node" || a.starts_with("--node="));
+    if args.len() > 1 && !demo_run {
         return wop_sdk::cli::main(pack::pack());
     }
+    let provider = if demo_run {
+        let flags = std::iter::once(args[0].clone()).chain(args[2..].iter().cloned());
+        let parsed = wop_sdk::cli::ProviderArgs::parse_from(flags).and_then(|p| {
+            Ok(p.openai_provider()?
+                .map(|o| (o, p.native_structured_output())))
+        });
+        match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(e.exit);
+            }
+        }
+    } else {
+        None
+    };
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(demo::main()),
+        Ok(rt) => rt.block_on(demo::main(provider)),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             ExitCode::FAILURE

@@ -122,8 +122,37 @@ impl ProviderArgs {
         }
     }
 
+    /// The OpenAI-compatible provider these flags configure (`None` with `--provider script`),
+    /// for a pack's own demo that wraps the provider; [`ProviderArgs::host_builder`] otherwise.
+    #[cfg(feature = "openai")]
+    pub fn openai_provider(
+        &self,
+    ) -> Result<Option<crate::local::openai::OpenAiProvider>, CliError> {
+        match self.provider {
+            ProviderKind::Script => Ok(None),
+            ProviderKind::Openai => self.openai_with(|name| std::env::var(name).ok()).map(Some),
+        }
+    }
+
+    /// Whether a structured call asks for native structured output (`--structured-output`).
+    pub fn native_structured_output(&self) -> bool {
+        self.structured_output.unwrap_or_default() == StructuredOutput::Native
+    }
+
     #[cfg(feature = "openai")]
     fn openai(&self, env: impl Fn(&str) -> Option<String>) -> Result<LocalHostBuilder, CliError> {
+        let native = self.native_structured_output();
+        Ok(self
+            .openai_with(env)?
+            .local_host()
+            .config(|c| c.native_structured_output = native))
+    }
+
+    #[cfg(feature = "openai")]
+    fn openai_with(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<crate::local::openai::OpenAiProvider, CliError> {
         use crate::local::openai::{
             ApiKey, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig, OpenAiProvider,
             TokenLimitField,
@@ -169,12 +198,8 @@ impl ProviderArgs {
                 TokenField::MaxCompletionTokens => TokenLimitField::MaxCompletionTokens,
             });
         }
-        let provider = OpenAiProvider::new(config)
-            .map_err(|e| CliError::usage(format!("--api-key-env {key_var}: {}", e.message)))?;
-        let native = self.structured_output.unwrap_or_default() == StructuredOutput::Native;
-        Ok(provider
-            .local_host()
-            .config(|c| c.native_structured_output = native))
+        OpenAiProvider::new(config)
+            .map_err(|e| CliError::usage(format!("--api-key-env {key_var}: {}", e.message)))
     }
 
     #[cfg(not(feature = "openai"))]

@@ -67,7 +67,7 @@ pub use config::{
 };
 
 use super::provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
-use super::{LocalHost, LocalHostBuilder};
+use super::{LocalConfig, LocalHost, LocalHostBuilder};
 use crate::host::BoxFuture;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use reqwest::{Client, Response, Url};
@@ -137,21 +137,22 @@ impl OpenAiProvider {
         &self.config
     }
 
-    /// A local host builder with this provider, the configured model as the host's default model
-    /// (a call that names no model asks for it), and the host's provider timeout and largest
-    /// reply set to this provider's.
+    /// A local host builder with this provider and [`OpenAiProvider::configure_host`] applied.
     pub fn local_host(self) -> LocalHostBuilder {
-        let model = self.config.model_name().to_owned();
-        let timeout = self.config.request_timeout();
-        let max_reply = self.config.reply_limit();
+        let this = self.clone();
         LocalHost::builder()
-            .config(|c| {
-                c.default_model = model;
-                // The provider's own timeout fires first, with the more precise cause.
-                c.provider_timeout = c.provider_timeout.max(timeout);
-                c.max_reply_bytes = max_reply;
-            })
+            .config(move |c| this.configure_host(c))
             .provider(self)
+    }
+
+    /// Fits a local host's settings to this provider: the configured model as the host's default
+    /// model (a call that names no model asks for it), the host's provider timeout at least this
+    /// provider's (so the provider's own timeout, with the more precise cause, fires first), and
+    /// the host's largest reply this provider's.
+    pub fn configure_host(&self, c: &mut LocalConfig) {
+        self.config.model_name().clone_into(&mut c.default_model);
+        c.provider_timeout = c.provider_timeout.max(self.config.request_timeout());
+        c.max_reply_bytes = self.config.reply_limit();
     }
 
     async fn exchange(
