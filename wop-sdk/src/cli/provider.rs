@@ -53,7 +53,7 @@ pub struct ProviderArgs {
     #[arg(long, value_enum, value_name = "NAME", default_value_t = ProviderKind::Script)]
     pub provider: ProviderKind,
     /// The OpenAI-compatible server, up to and including `/v1` [default: $OPENAI_BASE_URL, else
-    /// https://api.openai.com/v1].
+    /// `https://api.openai.com/v1`].
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// The model [default: $OPENAI_MODEL].
