@@ -161,8 +161,7 @@ impl OpenAiProvider {
         span: &tracing::Span,
     ) -> Result<ProviderReply, ProviderError> {
         let key = self.config.key();
-        let body = request::body(&self.config, request);
-        let bytes = serde_json::to_vec(&body)
+        let bytes = serde_json::to_vec(&request::body(&self.config, request))
             .map_err(|e| ProviderError::Failed(format!("cannot write the request: {e}")))?;
         let mut builder = self
             .client

@@ -10,63 +10,107 @@
 //! - a structured request in `prompt` mode: no `response_format`; the schema is given in the
 //!   system message with the instruction to answer with the JSON value alone.
 
-use super::config::OpenAiConfig;
+use super::config::{OpenAiConfig, TokenLimitField};
 use crate::local::ProviderRequest;
 use crate::wire::{Role, StructuredOutputMode};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
 
 /// The instruction that carries the schema in `prompt` mode.
 pub(crate) const PROMPT_INSTRUCTION: &str = "Reply with a single JSON value that matches the \
 following JSON Schema. Write nothing else: no prose, no code fence.\nJSON Schema:";
 
+/// The request body, borrowing from the request (the schema and the messages are not copied).
+#[derive(Serialize)]
+pub(crate) struct Body<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+}
+
+#[derive(Serialize)]
+struct ChatMessage<'a> {
+    role: &'static str,
+    content: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: String,
+    schema: &'a Value,
+    strict: bool,
+}
+
 /// The request body.
-pub(crate) fn body(config: &OpenAiConfig, request: &ProviderRequest) -> Value {
-    let schema: Option<&Value> = request.response_schema.as_ref().map(|s| {
+pub(crate) fn body<'a>(config: &OpenAiConfig, request: &'a ProviderRequest) -> Body<'a> {
+    let schema: Option<&'a Value> = request.response_schema.as_ref().map(|s| {
         let s: &Value = s;
         s
     });
     let mode = schema.map(|_| request.mode.unwrap_or(StructuredOutputMode::Native));
-    let mut system = request.system_prompt.clone().filter(|s| !s.is_empty());
+    let mut system: Option<Cow<'a, str>> = request
+        .system_prompt
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .map(Cow::Borrowed);
     if let (Some(schema), Some(StructuredOutputMode::Prompt)) = (schema, mode) {
         let note = format!("{PROMPT_INSTRUCTION}\n{schema}");
-        system = Some(match system {
+        system = Some(Cow::Owned(match system {
             Some(s) => format!("{s}\n\n{note}"),
             None => note,
-        });
+        }));
     }
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(s) = system {
-        messages.push(json!({"role": "system", "content": s}));
+    if let Some(content) = system {
+        messages.push(ChatMessage {
+            role: "system",
+            content,
+        });
     }
-    for m in &request.messages {
-        let role = match m.role {
+    messages.extend(request.messages.iter().map(|m| ChatMessage {
+        role: match m.role {
             Role::User => "user",
             Role::Assistant => "assistant",
             Role::System => "system",
-        };
-        messages.push(json!({"role": role, "content": m.content}));
+        },
+        content: Cow::Borrowed(&m.content),
+    }));
+    let budget = Some(request.max_tokens);
+    let (max_tokens, max_completion_tokens) = match config.limit_field() {
+        TokenLimitField::MaxTokens => (budget, None),
+        TokenLimitField::MaxCompletionTokens => (None, budget),
+    };
+    let response_format = match (schema, mode) {
+        (Some(schema), Some(StructuredOutputMode::Native)) => Some(ResponseFormat {
+            kind: "json_schema",
+            json_schema: JsonSchemaFormat {
+                name: schema_name(schema),
+                schema,
+                strict: config.strict(),
+            },
+        }),
+        _ => None,
+    };
+    Body {
+        model: &request.model,
+        messages,
+        max_tokens,
+        max_completion_tokens,
+        response_format,
     }
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(request.model.clone()));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert(
-        config.limit_field().as_str().into(),
-        Value::from(request.max_tokens),
-    );
-    if let (Some(schema), Some(StructuredOutputMode::Native)) = (schema, mode) {
-        body.insert(
-            "response_format".into(),
-            json!({
-                "type": "json_schema",
-                "json_schema": {
-                    "name": schema_name(schema),
-                    "schema": schema,
-                    "strict": config.strict(),
-                }
-            }),
-        );
-    }
-    Value::Object(body)
 }
 
 /// The `json_schema.name`: the schema's `title` reduced to the characters OpenAI accepts
@@ -98,6 +142,11 @@ mod tests {
     use super::*;
     use crate::host::RunId;
     use crate::wire::Message;
+    use serde_json::json;
+
+    fn body(config: &OpenAiConfig, request: &ProviderRequest) -> Value {
+        serde_json::to_value(super::body(config, request)).expect("serializes")
+    }
 
     // `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
     #[allow(clippy::useless_conversion)]
@@ -136,7 +185,7 @@ mod tests {
         let b = body(
             &config()
                 .strict_schema(true)
-                .token_limit_field(super::super::TokenLimitField::MaxCompletionTokens),
+                .token_limit_field(TokenLimitField::MaxCompletionTokens),
             &request(Some(schema.clone()), Some(StructuredOutputMode::Native)),
         );
         assert_eq!(b["max_completion_tokens"], 64);
