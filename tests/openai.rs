@@ -694,6 +694,55 @@ async fn host_retry_stops_at_the_cap() {
 }
 
 #[tokio::test]
+async fn a_rejected_key_fails_the_call_and_stays_out_of_every_record() {
+    let server = Server::start().await;
+    server.repeat(
+        401,
+        &json!({"error": {"message": format!("Incorrect API key provided: {KEY}")}}),
+    );
+    let host = provider(config(&server)).local_host().build();
+    let outcome = host.run(&DraftScene, brief()).await;
+    let public = serde_json::to_string(outcome.result.as_ref().expect_err("fails")).expect("json");
+    assert!(
+        !public.contains("Incorrect") && !public.contains(KEY),
+        "{public}"
+    );
+    let events = serde_json::to_string(&host.events(&outcome.run_id).await).expect("json");
+    assert!(!events.contains(KEY), "{events}");
+    let diagnostics = host.diagnostics();
+    assert!(
+        diagnostics.iter().any(|d| d.cause.contains("401")),
+        "{diagnostics:?}"
+    );
+    assert!(diagnostics.iter().all(|d| !d.cause.contains(KEY)));
+}
+
+/// HOST-RETRY: a server that cannot be reached. Such a request never reached the provider (with
+/// issue 16 it is not an attempt, yet consumes the call's cap); either way the call ends, and the
+/// cause stays private.
+#[tokio::test]
+async fn host_retry_an_unreachable_server_ends_the_call() {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let host = provider(OpenAiConfig::new(&format!("http://{addr}/v1"), "m").expect("config"))
+        .local_host()
+        .build();
+    let outcome = host.run(&DraftScene, brief()).await;
+    let public = serde_json::to_string(outcome.result.as_ref().expect_err("fails")).expect("json");
+    assert!(
+        !public.contains("127.0.0.1") && !public.contains("connect"),
+        "{public}"
+    );
+    assert!(
+        host.diagnostics()
+            .iter()
+            .any(|d| d.cause.contains("127.0.0.1"))
+    );
+}
+
+#[tokio::test]
 async fn a_server_that_never_answers_makes_the_call_ambiguous() {
     let server = Server::start().await;
     server.push([Answer::Hang]);
