@@ -64,8 +64,13 @@
 //! The modules follow the design, from the wire inwards: [`wire`], [`policy`], [`caps`], [`ai`],
 //! [`node`], [`budget`], [`host`]; then the embedded host ([`local`], [`journal`]), the
 //! conformance harness ([`conformance`]), the manifest ([`manifest`]) and the command line
-//! ([`cli`]). The embedded host, SQLite and the command line are default-on features (`local`,
-//! `sqlite`, `cli`), so a pack built for a production host or for `wasm32` can leave them out.
+//! ([`cli`]). The embedded host, SQLite, the command line and the OpenAI-compatible provider
+//! (`local::openai`) are default-on features (`local`, `sqlite`, `cli`, `openai`), so a pack built
+//! for a production host or for `wasm32` can leave them out.
+//!
+//! The library emits [`tracing`](https://docs.rs/tracing) spans (`wop.provider.request`, with the
+//! OpenTelemetry GenAI attribute names) and never installs a subscriber; the command line does
+//! (`RUST_LOG`, `-v`).
 
 #![warn(missing_docs)]
 
