@@ -527,10 +527,10 @@ async fn a_typed_node_runs_against_the_server_in_native_mode() {
     assert_eq!(outcome.calls[0].usage_complete, Some(true));
     // One `provider.usage` per request that reported usage, named after this provider.
     let events = host.events(&outcome.run_id).await;
-    let usage: Vec<&Value> = events
+    let usage: Vec<Value> = events
         .iter()
-        .filter(|e| e.kind == "provider.usage")
-        .map(|e| &e.payload)
+        .filter(|e| e.kind() == "provider.usage")
+        .map(|e| e.payload())
         .collect();
     assert_eq!(usage.len(), 1);
     assert_eq!(usage[0]["provider"], "openai");
@@ -581,7 +581,7 @@ async fn truncation_then_a_larger_max_tokens() {
     assert_eq!(outcome.calls[0].requests, Some(2));
     assert_eq!(outcome.calls[0].output_tokens, Some(240));
     let events = host.events(&outcome.run_id).await;
-    assert!(events.iter().any(|e| e.kind == "envelope.truncated"));
+    assert!(events.iter().any(|e| e.kind() == "envelope.truncated"));
 }
 
 #[tokio::test]
@@ -603,9 +603,9 @@ async fn a_refusal_through_the_host_fails_the_call_and_keeps_the_text_private() 
     let events = host.events(&outcome.run_id).await;
     let refusal = events
         .iter()
-        .find(|e| e.kind == "envelope.refusal")
+        .find(|e| e.kind() == "envelope.refusal")
         .expect("envelope.refusal");
-    assert!(!refusal.payload.to_string().contains("won't"));
+    assert!(!refusal.payload().to_string().contains("won't"));
 }
 
 #[tokio::test]
@@ -619,7 +619,7 @@ async fn a_reply_without_usage_makes_usage_incomplete() {
     assert_eq!(a["usageComplete"], false);
     assert_eq!(a["structuredOutput"], "native");
     let events = host.events(&outcome.run_id).await;
-    assert!(!events.iter().any(|e| e.kind == "provider.usage"));
+    assert!(!events.iter().any(|e| e.kind() == "provider.usage"));
 }
 
 /// HOST-RETRY: a 429 with `Retry-After`, then a completion. The 429 reached the provider, so it
