@@ -739,7 +739,9 @@ async fn host_retry_an_unreachable_server_ends_the_call() {
     assert!(
         host.diagnostics()
             .iter()
-            .any(|d| d.cause.contains("127.0.0.1"))
+            .any(|d| d.cause.contains("127.0.0.1")),
+        "{:?}",
+        host.diagnostics()
     );
 }
 

@@ -4,7 +4,7 @@
 //! ```rust,no_run
 //! use wop_sdk::local::openai::{OpenAiConfig, OpenAiProvider};
 //!
-//! # async fn demo(node: &dyn wop_sdk::DynNode) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn demo(node: &dyn wop_sdk::node::DynNode) -> Result<(), Box<dyn std::error::Error>> {
 //! // OPENAI_BASE_URL (default https://api.openai.com/v1), OPENAI_API_KEY, OPENAI_MODEL
 //! let provider = OpenAiProvider::new(OpenAiConfig::from_env()?)?;
 //! let host = provider.local_host().build();
