@@ -244,7 +244,7 @@ impl LyingHost {
             let events = self.local.events(&key.run_id).await;
             let n = events
                 .iter()
-                .filter(|e| normalize_type(&e.kind) == kind::TRUNCATED)
+                .filter(|e| normalize_type(e.kind()) == kind::TRUNCATED)
                 .count();
             u32::try_from(n).unwrap_or(u32::MAX)
         } else {
@@ -323,7 +323,7 @@ impl Host for LyingHost {
         Box::pin(async move {
             let mut events = self.local.events(run).await;
             if self.lie == Lie::HidesRetryExhausted {
-                events.retain(|e| normalize_type(&e.kind) != kind::RETRY_EXHAUSTED);
+                events.retain(|e| normalize_type(e.kind()) != kind::RETRY_EXHAUSTED);
             }
             events
         })

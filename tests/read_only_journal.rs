@@ -92,7 +92,11 @@ async fn record_a_run(path: &Path, run: &RunId) {
         .expect("run");
     for n in 0..3 {
         journal
-            .append_event(run, "node.started", &json!({"nodeId": "main", "n": n}))
+            .append_event(
+                run,
+                "provider.usage",
+                &json!({"nodeId": "main", "provider": "mock", "model": "m", "inputTokens": 0, "outputTokens": n}),
+            )
             .await
             .expect("event");
     }
@@ -116,7 +120,10 @@ async fn a_healthy_journal_in_a_read_only_folder_opens_read_only_creating_nothin
         };
         let journal = SqliteJournal::open_read_only(&path).expect("a healthy journal opens");
         let events = journal.events(&run).await.expect("its events read");
-        let ns: Vec<_> = events.iter().map(|e| e.payload["n"].clone()).collect();
+        let ns: Vec<_> = events
+            .iter()
+            .map(|e| e.payload()["outputTokens"].clone())
+            .collect();
         assert_eq!(ns, [json!(0), json!(1), json!(2)]);
         drop(journal);
         assert_eq!(

@@ -95,7 +95,7 @@ async fn events(host: &LocalHost, run: &RunId) -> Vec<RunEvent> {
 }
 
 fn of_kind<'e>(events: &'e [RunEvent], kind: &str) -> Vec<&'e RunEvent> {
-    events.iter().filter(|e| e.kind == kind).collect()
+    events.iter().filter(|e| e.kind() == kind).collect()
 }
 
 #[tokio::test]
@@ -124,12 +124,17 @@ async fn a_stream_gives_fragments_then_the_typed_result_and_output_chunk_events(
     assert_eq!(chunks.len(), 4, "{log:#?}");
     for c in &chunks {
         for field in ["nodeId", "runId", "chunk", "isLast"] {
-            assert!(c.payload.get(field).is_some(), "{field} in {:?}", c.payload);
+            assert!(
+                c.payload().get(field).is_some(),
+                "{field} in {:?}",
+                c.payload()
+            );
         }
-        assert_eq!(c.str("runId"), Some(out.run_id.as_str()));
-        assert_eq!(c.str("nodeId"), Some("main"));
+        assert_eq!(c.str("runId").as_deref(), Some(out.run_id.as_str()));
+        assert_eq!(c.str("nodeId").as_deref(), Some("main"));
         // Every other key is the schema's (`meta`) or under its `x-` extension rule.
-        let keys = c.payload.as_object().expect("object").keys();
+        let payload = c.payload();
+        let keys = payload.as_object().expect("object").keys();
         for k in keys {
             assert!(
                 ["nodeId", "runId", "chunk", "isLast", "meta"].contains(&k.as_str())
@@ -138,30 +143,30 @@ async fn a_stream_gives_fragments_then_the_typed_result_and_output_chunk_events(
             );
         }
     }
-    let texts: Vec<&str> = chunks.iter().filter_map(|c| c.str("chunk")).collect();
+    let texts: Vec<String> = chunks.iter().filter_map(|c| c.str("chunk")).collect();
     assert_eq!(
         texts,
         ["{\"text\": \"Mara", " climbs the", " stairs\"}", ""]
     );
     let last = chunks[3];
-    assert_eq!(last.payload["isLast"], json!(true));
+    assert_eq!(last.payload()["isLast"], json!(true));
     assert_eq!(
-        last.payload["meta"],
+        last.payload()["meta"],
         json!({"finishReason": "stop", "model": "mock-1"})
     );
     assert!(
         chunks[..3]
             .iter()
-            .all(|c| c.payload["isLast"] == json!(false))
+            .all(|c| c.payload()["isLast"] == json!(false))
     );
     // The usage event comes after the fragments it accounts for.
     let usage_at = log
         .iter()
-        .position(|e| e.kind == "provider.usage")
+        .position(|e| e.kind() == "provider.usage")
         .expect("usage");
     let last_fragment_at = log
         .iter()
-        .position(|e| e.str("chunk") == Some(" stairs\"}"))
+        .position(|e| e.str("chunk").as_deref() == Some(" stairs\"}"))
         .expect("fragment");
     assert!(last_fragment_at < usage_at);
 }
@@ -197,9 +202,9 @@ async fn a_stream_that_fails_after_fragments_is_a_failure() {
     let log = events(&host, &out.run_id).await;
     let chunks = of_kind(&log, "output.chunk");
     let last = chunks.last().expect("a closing chunk");
-    assert_eq!(last.payload["isLast"], json!(true));
-    assert_eq!(last.payload["x-failed"], json!(true));
-    assert!(last.payload.get("meta").is_none());
+    assert_eq!(last.payload()["isLast"], json!(true));
+    assert_eq!(last.payload()["x-failed"], json!(true));
+    assert!(last.payload().get("meta").is_none());
     assert!(of_kind(&log, "provider.usage").is_empty());
 
     // A provider error after some chunks, with host retries off: the same failure, and no
@@ -269,8 +274,8 @@ async fn a_retried_stream_marks_the_restart_and_counts_every_request() {
     let log = events(&host, &out.run_id).await;
     let order: Vec<String> = log
         .iter()
-        .filter_map(|e| match e.kind.as_str() {
-            "output.chunk" if e.payload["isLast"] == json!(false) => {
+        .filter_map(|e| match e.kind() {
+            "output.chunk" if e.payload()["isLast"] == json!(false) => {
                 Some(format!("chunk@{}", e.u64("x-attempt").unwrap_or(0)))
             }
             "envelope.retry-attempted" => Some(format!("retry@{}", e.u64("attempt").unwrap_or(0))),

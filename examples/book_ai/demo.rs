@@ -27,11 +27,14 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::{Mutex, PoisonError};
 use wop_sdk::budget::NodeEstimate;
 use wop_sdk::cli::report::{Chart, ChartRow};
 use wop_sdk::cli::{Progress, WatchedProvider};
 use wop_sdk::journal::{Journal, MemoryJournal};
-use wop_sdk::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
+use wop_sdk::local::{
+    LocalConfig, LocalHost, Provider, ProviderRequest, RunOptions, Script, ScriptedProvider,
+};
 use wop_sdk::node::{CallReport, DynNode, NodeOutcome};
 use wop_sdk::wire::RunEvent;
 use wop_sdk::{Capabilities, Estimate, Node, RunId};
@@ -173,8 +176,8 @@ pub struct BookReport {
     pub nodes: Vec<NodeRun>,
     /// Charges per beneficiary: (generations, output tokens).
     pub charges: BTreeMap<String, (u32, u64)>,
-    /// The provider, to compare its own record with the report.
-    pub provider: ScriptedProvider,
+    /// What the provider was sent, to compare its own record with the report.
+    pub provider: Sent,
     /// The book as far as it got.
     pub outline: Option<Outline>,
     /// The drafted chapters.
@@ -237,6 +240,31 @@ pub fn estimate_book(host: &LocalHost, brief: &BookBrief) -> Estimate {
     estimate
 }
 
+/// The provider's own record of every request it was sent: the report's "provider" column is
+/// the provider's count, not the runtime's.
+#[derive(Clone, Debug, Default)]
+pub struct Sent(Arc<Mutex<Vec<ProviderRequest>>>);
+
+impl Sent {
+    fn push(&self, request: &ProviderRequest) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.clone());
+    }
+
+    /// The requests sent for `run`, in order.
+    pub fn requests_of(&self, run: &RunId) -> Vec<ProviderRequest> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|r| &r.run_id == run)
+            .cloned()
+            .collect()
+    }
+}
+
 /// Estimates, then runs the book: outline, then per chapter a draft and a review, as nodes of
 /// one run on a local host with the scripted provider. `journal` is where the run is recorded
 /// (in memory for the demo; a `SqliteJournal` plugs in here unchanged). `progress` gets the
@@ -248,24 +276,64 @@ pub async fn run_book(
     journal: Arc<dyn Journal>,
     progress: Progress,
 ) -> Result<BookReport, Refused> {
-    let provider = ScriptedProvider::default();
-    let (on_reply, on_event) = (progress.clone(), progress.clone());
-    let host = LocalHost::builder()
+    let mock = ScriptedProvider::default();
+    let provider = Arc::new(mock.clone()) as Arc<dyn Provider>;
+    run_book_on(
+        brief,
+        provider,
+        Some((mock, script)),
+        |_| {},
+        journal,
+        progress,
+    )
+    .await
+}
+
+/// [`run_book`] with any provider (an OpenAI-compatible server, say) and the host settings it
+/// needs (`configure`).
+pub async fn run_book_with(
+    brief: &BookBrief,
+    provider: Arc<dyn Provider>,
+    configure: impl FnOnce(&mut LocalConfig),
+    journal: Arc<dyn Journal>,
+    progress: Progress,
+) -> Result<BookReport, Refused> {
+    run_book_on(brief, provider, None, configure, journal, progress).await
+}
+
+async fn run_book_on(
+    brief: &BookBrief,
+    provider: Arc<dyn Provider>,
+    scripted: Option<(ScriptedProvider, Script)>,
+    configure: impl FnOnce(&mut LocalConfig),
+    journal: Arc<dyn Journal>,
+    progress: Progress,
+) -> Result<BookReport, Refused> {
+    let sent = Sent::default();
+    let (on_reply, on_event, record) = (progress.clone(), progress.clone(), sent.clone());
+    let mut builder = LocalHost::builder()
+        .config(configure)
         // Every answer the provider gives gets a line, including a reply that withheld its usage
         // (no `provider.usage` event says anything about it).
-        .provider(WatchedProvider::new(
-            Arc::new(provider.clone()) as Arc<dyn Provider>,
-            move |request, answer| on_reply.reply(request, answer),
-        ))
-        .scripts(provider.clone())
+        .provider(WatchedProvider::new(provider, move |request, answer| {
+            record.push(request);
+            on_reply.reply(request, answer);
+        }))
         .journal(journal)
         // The host's observer sees every event as it happens; a streamed scene gets a line per
         // fragment, so it grows on screen.
         .observer({
             let streams = Streams::default();
             move |event| streams.event(&on_event, event)
-        })
-        .build();
+        });
+    let script = match scripted {
+        Some((mock, script)) => {
+            builder = builder.scripts(mock);
+            Some(script)
+        }
+        None => None,
+    };
+    let host = builder.build();
 
     // 1. The estimate, before anything is sent. A node that cannot fit refuses the run.
     let estimate = estimate_book(&host, brief);
@@ -279,13 +347,13 @@ pub async fn run_book(
         host,
         progress: progress.clone(),
         run_id: None,
-        script: Some(script),
+        script,
         report: BookReport {
             run_id: RunId::new(""),
             estimate,
             nodes: Vec::new(),
             charges: BTreeMap::new(),
-            provider,
+            provider: sent,
             outline: None,
             drafts: Vec::new(),
             reviews: Vec::new(),
@@ -547,20 +615,33 @@ impl fmt::Display for BookReport {
 }
 
 /// The demo: the estimate, the run with progress lines, the report; with `report`, the picture
-/// too (an SVG file). Exit 0 when the book completed, 1 when a node failed or the run was
-/// refused.
-pub async fn main(report: Option<std::path::PathBuf>) -> std::process::ExitCode {
+/// too (an SVG file). With `provider` (an OpenAI-compatible server, and whether to ask for native
+/// structured output), the book is written by that model instead of the bundled script. Exit 0
+/// when the book completed, 1 when a node failed or the run was refused.
+pub async fn main(
+    report: Option<std::path::PathBuf>,
+    provider: Option<(wop_sdk::local::openai::OpenAiProvider, bool)>,
+) -> std::process::ExitCode {
     let brief = demo_brief();
-    let script = match bundled_script() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
     let progress = Progress::stdout();
-    let result = run_book(&brief, script, journal, progress.clone()).await;
+    let result = match provider {
+        Some((p, native)) => {
+            let fit = p.clone();
+            let configure = move |c: &mut LocalConfig| {
+                fit.configure_host(c);
+                c.native_structured_output = native;
+            };
+            run_book_with(&brief, Arc::new(p), configure, journal, progress.clone()).await
+        }
+        None => match bundled_script() {
+            Ok(script) => run_book(&brief, script, journal, progress.clone()).await,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+    };
     progress.finish();
     match result {
         Err(refused) => {
@@ -608,59 +689,67 @@ impl Streams {
     /// The progress lines a streamed call's events make: each fragment shows the scene so far;
     /// a host retry discards what was shown; the closing chunk says how the stream ended.
     pub fn lines(&self, e: &RunEvent) -> Vec<String> {
-        let node = e.str("nodeId").unwrap_or("?").to_owned();
+        let kind = e.kind();
+        if !matches!(
+            kind,
+            "output.chunk" | "envelope.retry-attempted" | "envelope.nl-to-format-engaged"
+        ) {
+            return Vec::new();
+        }
+        let payload = e.payload();
+        let text = |k: &str| payload.get(k).and_then(Value::as_str).unwrap_or("");
+        let num = |k: &str| payload.get(k).and_then(Value::as_u64);
+        let node = match text("nodeId") {
+            "" => "?".to_owned(),
+            n => n.to_owned(),
+        };
         let mut open = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match e.kind.as_str() {
-            "envelope.retry-attempted" | "envelope.nl-to-format-engaged" => {
-                match open.get_mut(&node) {
-                    Some(s) if !s.text.is_empty() => {
-                        let line = format!(
-                            "{node}: call {}: {} chars of attempt {} discarded",
-                            s.call,
-                            s.text.chars().count(),
-                            s.attempt
-                        );
-                        s.text.clear();
-                        vec![line]
-                    }
-                    _ => Vec::new(),
+        if kind != "output.chunk" {
+            return match open.get_mut(&node) {
+                Some(s) if !s.text.is_empty() => {
+                    let line = format!(
+                        "{node}: call {}: {} chars of attempt {} discarded",
+                        s.call,
+                        s.text.chars().count(),
+                        s.attempt
+                    );
+                    s.text.clear();
+                    vec![line]
                 }
-            }
-            "output.chunk" => {
-                let call = e.u64("x-callIndex").unwrap_or(0);
-                if e.payload["isLast"] == Value::Bool(true) {
-                    let shown = open.remove(&node).unwrap_or_default();
-                    let chars = shown.text.chars().count();
-                    return vec![if e.payload.get("x-failed").is_some() {
-                        format!(
-                            "{node}: call {call}: the stream failed after {chars} chars: fragments discarded, \
-                             the call failed"
-                        )
-                    } else {
-                        format!("{node}: call {call}: stream complete, {chars} chars")
-                    }];
-                }
-                let attempt = e.u64("x-attempt").unwrap_or(1);
-                let s = open.entry(node.clone()).or_default();
-                if s.call != call || s.attempt != attempt {
-                    *s = Shown {
-                        call,
-                        attempt,
-                        text: String::new(),
-                    };
-                }
-                s.text.push_str(e.str("chunk").unwrap_or(""));
-                vec![format!(
-                    "{node}: call {call}, attempt {attempt}: {} chars so far ...{}",
-                    s.text.chars().count(),
-                    tail(&s.text, 40)
-                )]
-            }
-            _ => Vec::new(),
+                _ => Vec::new(),
+            };
         }
+        let call = num("x-callIndex").unwrap_or(0);
+        if payload.get("isLast") == Some(&Value::Bool(true)) {
+            let shown = open.remove(&node).unwrap_or_default();
+            let chars = shown.text.chars().count();
+            return vec![if payload.get("x-failed").is_some() {
+                format!(
+                    "{node}: call {call}: the stream failed after {chars} chars: fragments discarded, \
+                     the call failed"
+                )
+            } else {
+                format!("{node}: call {call}: stream complete, {chars} chars")
+            }];
+        }
+        let attempt = num("x-attempt").unwrap_or(1);
+        let s = open.entry(node.clone()).or_default();
+        if s.call != call || s.attempt != attempt {
+            *s = Shown {
+                call,
+                attempt,
+                text: String::new(),
+            };
+        }
+        s.text.push_str(text("chunk"));
+        vec![format!(
+            "{node}: call {call}, attempt {attempt}: {} chars so far ...{}",
+            s.text.chars().count(),
+            tail(&s.text, 40)
+        )]
     }
 }
 

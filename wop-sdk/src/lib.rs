@@ -64,8 +64,13 @@
 //! The modules follow the design, from the wire inwards: [`wire`], [`policy`], [`caps`], [`ai`],
 //! [`node`], [`budget`], [`host`]; then the embedded host ([`local`], [`journal`]), the
 //! conformance harness ([`conformance`]), the manifest ([`manifest`]) and the command line
-//! ([`cli`]). The embedded host, SQLite and the command line are default-on features (`local`,
-//! `sqlite`, `cli`), so a pack built for a production host or for `wasm32` can leave them out.
+//! ([`cli`]). The embedded host, SQLite, the command line and the OpenAI-compatible provider
+//! (`local::openai`) are default-on features (`local`, `sqlite`, `cli`, `openai`), so a pack built
+//! for a production host or for `wasm32` can leave them out.
+//!
+//! The library emits [`tracing`](https://docs.rs/tracing) spans (`wop.provider.request`, with the
+//! OpenTelemetry GenAI attribute names) and never installs a subscriber; the command line does
+//! (`RUST_LOG`, `-v`).
 
 #![warn(missing_docs)]
 
@@ -117,7 +122,7 @@ pub mod prelude {
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] pub struct DraftIn { scene: String }
 /// # #[derive(serde::Serialize, schemars::JsonSchema)] pub struct DraftOut { text: String }
 /// #[wop_node(
-///     type_id = "community.bookai.draft-scene",
+///     type_id = "community.demo.bookai.draft-scene",
 ///     version = "1.0.0",
 ///     category = "chat",          // default `chat`
 ///     role = "side-effect",       // default `side-effect`
@@ -136,8 +141,9 @@ pub mod prelude {
 /// The node type is the fn's name in CamelCase (`draft_scene` → `DraftScene`), with the fn's
 /// visibility: it must not clash with a type of yours (a fn `title` returning a `Title` would).
 ///
-/// Required: `type_id` (OpenWOP grammar: `core|vendor|community|private|conformance` then at least
-/// two more lowercase dotted segments) and `version` (semver). `requires(...)` takes `ai_providers`,
+/// Required: `type_id` (the OpenWOP grammar: at least two dotted segments, each starting with a
+/// lowercase letter, e.g. `community.demo.bookai.draft-scene` or `core.ai.callPrompt`; see
+/// [`rules::grammar::type_id_problem`]) and `version` (semver). `requires(...)` takes `ai_providers`,
 /// `attempts`, `retry_policy`, `provider_usage`, `replay`; `plan = path` names a
 /// `fn(&Input) -> CallPlan` used for estimates. Every literal is checked at compile time.
 pub use wop_sdk_macros::wop_node;
@@ -157,12 +163,22 @@ pub use wop_sdk_macros::retry;
 ///
 /// ```rust,no_run
 /// # use wop_sdk::{NodeCtx, NodeError, wop_node};
-/// # #[wop_node(type_id = "community.bookai.review", version = "1.0.0")]
+/// # #[wop_node(type_id = "community.demo.bookai.review", version = "1.0.0")]
 /// # async fn review(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> { Ok(input) }
-/// wop_sdk::pack! { name = "community.bookai", version = "0.1.0", nodes = [Review] }
+/// wop_sdk::pack! { name = "community.demo.bookai", version = "0.1.0", nodes = [Review] }
 /// let manifest = pack().manifest(); // pack.json v2
 /// ```
 pub use wop_sdk_macros::pack;
+
+/// The OpenWOP v2 grammar, closed sets and bounds, shared with the macros: the compile errors of
+/// `#[wop_node]` and `pack!` and [`manifest::validate_manifest`] give the same reasons.
+///
+/// ```rust
+/// use wop_sdk::rules::grammar::{pack_name_problem, type_id_problem};
+/// assert_eq!(type_id_problem("core.ai.callPrompt"), None);
+/// assert!(pack_name_problem("community.bookai").is_some()); // needs `community.<author>.<pack>`
+/// ```
+pub use wop_sdk_rules as rules;
 
 /// What the macros' expansions use. Not part of the API.
 #[doc(hidden)]

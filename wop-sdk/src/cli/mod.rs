@@ -34,17 +34,19 @@
 //!
 //! ```rust,no_run
 //! fn main() -> std::process::ExitCode {
-//!     let pack = wop_sdk::manifest::Pack::new("community.example", "0.1.0"); // .node(MyNode) … or `pack!`
+//!     let pack = wop_sdk::manifest::Pack::new("community.demo.example", "0.1.0"); // .node(MyNode) … or `pack!`
 //!     wop_sdk::cli::main(pack)
 //! }
 //! ```
 
 mod output;
 mod progress;
+mod provider;
 mod render;
 pub mod report;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use crate::budget::Estimate;
 use crate::caps::Capabilities;
@@ -58,6 +60,7 @@ use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
 pub use progress::{
     Progress, WatchedProvider, colors_wanted, elapsed_column, progress_line, reply_line,
 };
+pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
 pub use render::{call_summary, estimate_table};
 use render::{conformance_table, render_events, render_outcome};
 use serde_json::{Map, Value, json};
@@ -132,6 +135,9 @@ that did not pass; 2 a usage error. A closed standard output (`| head`) ends the
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// More tracing on standard error (-v info, -vv debug, -vvv trace); `RUST_LOG` wins.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +172,8 @@ struct RunArgs {
     /// Print one JSON object instead of text (no progress).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    provider: ProviderArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -180,7 +188,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run one node on the local host with a scripted provider.
+    /// Run one node on the local host, with a scripted provider or an OpenAI-compatible server.
     #[command(after_long_help = SCRIPT_HELP)]
     Run(RunArgs),
     /// Print a recorded run's events.
@@ -254,6 +262,7 @@ pub fn main(pack: Pack) -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    trace::install(cli.verbose);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -500,19 +509,42 @@ fn plan_of(
 /// The provider behind `run` and `replay`: the one place it is chosen (provider flags, added to
 /// [`RunArgs`], pick another here). The local host's scripted provider serves the `--script`
 /// file or the input's `script`; a replay sends nothing. Whatever it is, [`host_with`] watches it.
-fn provider() -> Chosen {
+/// The scripted provider, for `replay` (a replay asks no provider) and `run --provider script`.
+fn scripted() -> Chosen {
     let mock = ScriptedProvider::default();
     Chosen {
         provider: Arc::new(mock.clone()),
         scripts: Some(mock),
+        configure: Box::new(|_| {}),
     }
 }
 
-/// The provider of a run, and the scripted provider's handle when it is one (it serves
-/// `--script` and the scripts of node inputs).
+/// The provider `run`'s flags choose.
+fn provider(args: &ProviderArgs) -> Result<Chosen, CliError> {
+    // Refuses flags that only an OpenAI-compatible server uses with the scripted provider.
+    args.host_builder()?;
+    #[cfg(feature = "openai")]
+    if let Some(openai) = args.openai_provider()? {
+        let fit = openai.clone();
+        let native = args.native_structured_output();
+        return Ok(Chosen {
+            provider: Arc::new(openai),
+            scripts: None,
+            configure: Box::new(move |c| {
+                fit.configure_host(c);
+                c.native_structured_output = native;
+            }),
+        });
+    }
+    Ok(scripted())
+}
+
+/// The provider of a run, the scripted provider's handle when it is one (it serves `--script`
+/// and the scripts of node inputs), and the host settings the provider needs.
 struct Chosen {
     provider: Arc<dyn Provider>,
     scripts: Option<ScriptedProvider>,
+    configure: Box<dyn FnOnce(&mut crate::local::LocalConfig)>,
 }
 
 /// A local host on `journal` whose provider is watched: what it receives goes to `sent`, and
@@ -525,6 +557,7 @@ fn host_with(
 ) -> LocalHost {
     let (on_reply, on_event, log) = (progress.clone(), progress.clone(), sent.clone());
     let mut builder = LocalHost::builder()
+        .config(chosen.configure)
         .journal(journal)
         .provider(WatchedProvider::new(
             chosen.provider,
@@ -619,11 +652,17 @@ async fn run(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let plan = plan_of(node, &input.value, &input.origin, "")?;
-    if script.is_none() && input.value.get("script").is_none() {
+    let chosen = provider(&args.provider)?;
+    if !args.provider.is_script() && script.is_some() {
+        return Err(CliError::usage(
+            "--script serves the scripted provider: drop it, or drop `--provider openai`",
+        ));
+    }
+    if args.provider.is_script() && script.is_none() && input.value.get("script").is_none() {
         return Err(CliError::usage(format!(
             "{}: no provider script: pass --script FILE (or a `script` field in the input, for a \
-             node that takes one); the local host's provider serves only scripted replies (the \
-             format is in `run --help`)",
+             node that takes one; the format is in `run --help`), or use `--provider openai` for \
+             an OpenAI-compatible server",
             input.origin
         )));
     }
@@ -633,7 +672,7 @@ async fn run(
         Progress::stderr()
     };
     let sent = SentLog::default();
-    let host = host_with(journal, provider(), &progress, &sent);
+    let host = host_with(journal, chosen, &progress, &sent);
     let caps = Capabilities::negotiate(host.capabilities());
     let mut estimate = Estimate::new(&caps);
     let s = node.spec();
@@ -776,7 +815,7 @@ async fn replay(
         Progress::stderr()
     };
     let sent = SentLog::default();
-    let host = host_with(journal, provider(), &progress, &sent);
+    let host = host_with(journal, scripted(), &progress, &sent);
     let outcome = host.replay(run, &node_id, node, input).await;
     progress.finish();
     print_outcome(&outcome, sent.of(&node_id), None, json, color, out)

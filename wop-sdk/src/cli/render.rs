@@ -213,9 +213,9 @@ fn write_indented(out: &mut dyn Write, v: &Value, indent: &str) -> std::io::Resu
 /// objects pretty-printed under their key.
 pub(super) fn render_events(events: &[RunEvent], out: &mut dyn Write) -> std::io::Result<()> {
     for e in events {
-        let node = e.str("nodeId").unwrap_or("");
-        writeln!(out, "{:>4}  {:<30} {node}", e.seq, e.kind)?;
-        if let Value::Object(map) = &e.payload {
+        let node = e.str("nodeId").unwrap_or_default();
+        writeln!(out, "{:>4}  {:<30} {node}", e.sequence, e.kind())?;
+        if let Value::Object(map) = &e.payload() {
             for (k, v) in map.iter().filter(|(k, _)| k.as_str() != "nodeId") {
                 match v {
                     Value::Object(m) if !m.is_empty() => {

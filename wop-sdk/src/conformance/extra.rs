@@ -328,9 +328,15 @@ pub fn no_retry_after_refusal(obs: &Observed) -> Result<(), String> {
 /// Whether the document advertises `retry-exhausted` among its reliability events.
 pub fn advertises_retry_exhausted(doc: &CapabilityDocument) -> bool {
     doc.reliability.as_ref().is_some_and(|r| {
-        r.events
-            .iter()
-            .any(|e| normalize_type(&format!("envelope.{e}")) == crate::wire::kind::RETRY_EXHAUSTED)
+        r.events.iter().any(|e| {
+            // v2 documents name events in full; v1 ones by their short name.
+            let full = if e.starts_with("envelope.") {
+                e.clone()
+            } else {
+                format!("envelope.{e}")
+            };
+            normalize_type(&full) == crate::wire::kind::RETRY_EXHAUSTED
+        })
     })
 }
 
@@ -482,16 +488,15 @@ mod tests {
     use crate::wire::{ErrorEnvelope, RunEvent, kind};
 
     fn ev(k: &str, payload: Value) -> RunEvent {
-        RunEvent {
-            seq: 0,
-            run_id: "r".into(),
-            kind: k.into(),
-            payload,
-        }
+        let event = crate::wire::Event::from_parts(k, &payload).expect("a valid event");
+        RunEvent::new("r", 0, String::new(), event)
     }
 
     fn usage(out: u64) -> RunEvent {
-        ev(kind::PROVIDER_USAGE, json!({"outputTokens": out}))
+        ev(
+            kind::PROVIDER_USAGE,
+            json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": out, "nodeId": "main"}),
+        )
     }
 
     fn done(attempts: Value, events: Vec<RunEvent>, answer: Value) -> Observed {

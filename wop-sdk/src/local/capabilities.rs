@@ -1,20 +1,20 @@
 //! The capability document the local host advertises, from its settings.
 
 use super::LocalHost;
-use crate::wire::{CallAccounting, CapabilityDocument, Completion, Reliability};
+use crate::wire::{CallAccounting, CapabilityDocument, Completion, Reliability, kind};
 
 impl LocalHost {
     /// The capability document this host advertises.
     pub fn capabilities(&self) -> CapabilityDocument {
         let c = &self.inner.config;
         let mut events = vec![
-            "retry-attempted".to_owned(),
-            "retry-exhausted".to_owned(),
-            "truncated".to_owned(),
-            "refusal".to_owned(),
+            kind::RETRY_ATTEMPTED.to_owned(),
+            kind::RETRY_EXHAUSTED.to_owned(),
+            kind::TRUNCATED.to_owned(),
+            kind::REFUSAL.to_owned(),
         ];
         if c.nl_fallback {
-            events.push("nl-to-format-engaged".to_owned());
+            events.push(kind::NL_TO_FORMAT_ENGAGED.to_owned());
         }
         CapabilityDocument {
             ai_providers: true,
@@ -28,12 +28,13 @@ impl LocalHost {
                 events,
                 completion: Completion {
                     distinguishes_truncation: true,
-                    truncation_budget_multiplier: c.truncation_multiplier,
+                    truncation_budget_multiplier: f64::from(c.truncation_multiplier),
                 },
             }),
             provider_usage: true,
             replay_modes: vec!["replay".to_owned()],
             schema_rounds: Some(u32::from(c.max_retry_attempts)),
+            ..CapabilityDocument::default()
         }
     }
 }

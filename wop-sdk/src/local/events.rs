@@ -18,13 +18,11 @@ pub(crate) struct Live(pub(crate) Option<Observer>);
 
 impl Live {
     pub(crate) fn observe(&self, run: &RunId, kind: &str, payload: &Value) {
-        if let Some(o) = &self.0 {
-            o(&RunEvent {
-                seq: 0,
-                run_id: run.as_str().to_owned(),
-                kind: kind.to_owned(),
-                payload: payload.clone(),
-            });
+        if let Some(o) = &self.0
+            && let Ok(event) = crate::wire::Event::from_emitted(kind, payload)
+        {
+            // Seen live, before the journal gives it its place in the log.
+            o(&RunEvent::now(run.as_str(), 0, event));
         }
     }
 }

@@ -67,6 +67,8 @@ mod host;
 mod identity;
 mod mock;
 mod nodes;
+#[cfg(feature = "openai")]
+pub mod openai;
 mod provider;
 mod retry;
 mod runs;

@@ -35,11 +35,12 @@ struct Start<'a> {
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(1);
 
 impl LocalHost {
-    /// A new run id: the host's whole seed (time, process, host) and a counter, so runs started by
-    /// two processes on one journal do not collide.
+    /// A new v2 run id `<tenant>/<opaque>`: the tenant `local`, then the host's whole seed (time,
+    /// process, host) and a counter as 32 hex characters (the protocol asks 16..=128), so runs
+    /// started by two processes on one journal do not collide.
     fn new_run_id(&self) -> RunId {
         let n = RUN_COUNTER.fetch_add(1, Ordering::SeqCst);
-        RunId::new(format!("run-{:016x}-{n}", self.inner.seed))
+        RunId::new(format!("local/{:016x}{n:016x}", self.inner.seed))
     }
 
     fn as_host(&self) -> Arc<dyn Host> {

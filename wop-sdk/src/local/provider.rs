@@ -77,7 +77,17 @@ impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Failed(m) => write!(f, "provider error: {m}"),
-            Self::Transient { message, .. } => write!(f, "transient provider error: {message}"),
+            Self::Transient {
+                message,
+                retry_after,
+                ..
+            } => {
+                write!(f, "transient provider error: {message}")?;
+                match retry_after {
+                    Some(d) => write!(f, " (retry after {} ms)", d.as_millis()),
+                    None => Ok(()),
+                }
+            }
             Self::NoAnswer(m) => write!(f, "no answer from the provider: {m}"),
         }
     }

@@ -337,10 +337,14 @@ impl RetryLoop {
     fn exhausted(&mut self, emit: &mut impl FnMut(Signal)) -> End {
         let last = self.last_miss.take();
         let reason = last.as_ref().map_or("unknown", Miss::reason);
-        emit(Signal::RetryExhausted {
-            total: self.count,
-            reason,
-        });
+        // No request reached a provider (every connection was refused): nothing was attempted
+        // there, so there is no exhaustion to report (`totalAttempts` is at least 1).
+        if self.count > 0 {
+            emit(Signal::RetryExhausted {
+                total: self.count,
+                reason,
+            });
+        }
         let (code, message) = match &last {
             Some(Miss::Truncation) => (
                 ErrorCode::EnvelopeTruncationUnrecoverable,
