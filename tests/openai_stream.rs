@@ -8,7 +8,7 @@ mod server;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use server::{Answer, Server};
 use wop_sdk::ai::Provisional;
 use wop_sdk::local::LocalHost;
@@ -63,31 +63,12 @@ async fn streamer(ctx: &NodeCtx<'_>, prompt: String) -> Result<Seen, NodeError> 
     Ok(seen)
 }
 
-/// A `chat.completion.chunk` stream: one chunk per piece, the finish reason on the last, then
-/// the usage chunk when given, then `[DONE]`.
+/// The streamed answer of [`PIECES`]: the server's own SSE writer.
 fn sse(pieces: &[&str], finish: &str, usage: Option<(u64, u64)>) -> Vec<u8> {
-    let mut out = String::new();
-    let mut event = |v: Value| out.push_str(&format!("data: {v}\n\n"));
-    event(
-        json!({"object": "chat.completion.chunk", "model": "test-model",
-                 "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
-    );
-    for (i, p) in pieces.iter().enumerate() {
-        let finish = (i + 1 == pieces.len()).then_some(finish);
-        event(
-            json!({"object": "chat.completion.chunk", "model": "test-model",
-                     "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": finish}]}),
-        );
+    match Answer::stream(pieces, finish, usage) {
+        Answer::Http { body, .. } => body,
+        _ => Vec::new(),
     }
-    if let Some((input, output)) = usage {
-        event(
-            json!({"object": "chat.completion.chunk", "model": "test-model", "choices": [],
-                     "usage": {"prompt_tokens": input, "completion_tokens": output,
-                               "total_tokens": input + output}}),
-        );
-    }
-    out.push_str("data: [DONE]\n\n");
-    out.into_bytes()
 }
 
 fn streamed(body: Vec<u8>) -> Answer {
@@ -165,7 +146,7 @@ async fn a_stream_broken_off_mid_body_fails_after_its_fragments() {
         .nth(1)
         .map(|(i, _)| i + 2)
         .expect("two events");
-    server.push([Answer::CloseMidBody {
+    server.push([Answer::CloseMidStream {
         declared: whole.len(),
         body: whole[..cut].to_vec(),
     }]);
@@ -203,4 +184,18 @@ async fn a_rate_limited_stream_is_retried_with_a_restart() {
     // The 429 reached the provider: an attempt that reported no usage.
     assert_eq!(seen.attempts, Some(2));
     assert_eq!(server.received().len(), 2);
+}
+
+#[tokio::test]
+async fn a_server_that_does_not_stream_answers_in_one_chunk() {
+    let server = Server::start().await;
+    server.push([Answer::completion(
+        "{\"text\": \"Mara climbs\"}",
+        "stop",
+        Some((12, 7)),
+    )]);
+    let (seen, _) = run(&host(&server)).await;
+    assert_eq!(seen.items, ["1:{\"text\": \"Mara climbs\"}"]);
+    assert_eq!(seen.output.as_deref(), Some("Mara climbs"));
+    assert_eq!(seen.output_tokens, Some(7));
 }

@@ -34,6 +34,14 @@ pub enum Answer {
         /// What is sent.
         body: Vec<u8>,
     },
+    /// [`Answer::CloseMidBody`] for a stream: `text/event-stream`, `declared` bytes announced,
+    /// only `body` sent before the connection closes.
+    CloseMidStream {
+        /// The declared length.
+        declared: usize,
+        /// What is sent.
+        body: Vec<u8>,
+    },
     /// The request is read and never answered (the connection stays open).
     Hang,
     /// The answer is computed from the request body.
@@ -56,6 +64,45 @@ impl Answer {
                                    "total_tokens": input + output});
         }
         Self::json(200, &body)
+    }
+
+    /// A streamed chat completion (`stream: true`) as server-sent events: a first chunk with the
+    /// role, one chunk per piece (the finish reason on the last), the usage chunk when given
+    /// (`(prompt_tokens, completion_tokens)`, as `stream_options.include_usage` asks), `[DONE]`.
+    pub fn stream<S: AsRef<str>>(pieces: &[S], finish: &str, usage: Option<(u64, u64)>) -> Self {
+        let mut out = String::new();
+        let mut event = |v: Value| out.push_str(&format!("data: {v}\n\n"));
+        event(
+            json!({"object": "chat.completion.chunk", "model": "test-model",
+                     "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        );
+        for (i, p) in pieces.iter().enumerate() {
+            let finish = (i + 1 == pieces.len()).then_some(finish);
+            event(
+                json!({"object": "chat.completion.chunk", "model": "test-model",
+                         "choices": [{"index": 0, "delta": {"content": p.as_ref()},
+                                      "finish_reason": finish}]}),
+            );
+        }
+        if pieces.is_empty() {
+            event(
+                json!({"object": "chat.completion.chunk", "model": "test-model",
+                         "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+            );
+        }
+        if let Some((input, output)) = usage {
+            event(
+                json!({"object": "chat.completion.chunk", "model": "test-model", "choices": [],
+                         "usage": {"prompt_tokens": input, "completion_tokens": output,
+                                   "total_tokens": input + output}}),
+            );
+        }
+        out.push_str("data: [DONE]\n\n");
+        Self::Http {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            body: out.into_bytes(),
+        }
     }
 
     /// A response with a JSON body.
@@ -294,6 +341,14 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
                 let _ = stream.flush().await;
                 return;
             }
+            Answer::CloseMidStream { declared, body } => {
+                let headers = vec![("content-type".to_owned(), "text/event-stream".to_owned())];
+                let mut out = head(200, &headers, declared);
+                out.extend_from_slice(&body);
+                let _ = stream.write_all(&out).await;
+                let _ = stream.flush().await;
+                return;
+            }
             Answer::Hang => {
                 std::future::pending::<()>().await;
             }
@@ -306,7 +361,9 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
 /// format), as an OpenAI-compatible server would give it: the reply's declared `outputTokens`
 /// are clamped to the request's `max_tokens`, and a reply that does not fit is cut in half and
 /// ends with `length`, as the mock does; `usage: false` is a reply without `usage`; `error` is a
-/// 400; `hang` never answers; `finishReason: content-filter` is a `message.refusal`.
+/// 400; `hang` never answers; `finishReason: content-filter` is a `message.refusal`. A request
+/// with `stream: true` is answered with server-sent events: the step's `chunks` (cut where the
+/// reply was cut), or its content as one chunk.
 pub fn scripted(step: &Value) -> Answer {
     if let Some(e) = step.get("error") {
         return Answer::json(400, &json!({"error": {"message": e}}));
@@ -321,10 +378,17 @@ pub fn scripted(step: &Value) -> Answer {
             .or_else(|| request.get("max_completion_tokens"))
             .and_then(Value::as_u64)
             .unwrap_or(u64::MAX);
-        let mut content = match step.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(v) => v.to_string(),
-            None => String::new(),
+        let chunks: Option<Vec<String>> = step.get("chunks").and_then(Value::as_array).map(|c| {
+            c.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        });
+        let mut content = match (&chunks, step.get("content")) {
+            (Some(c), _) => c.concat(),
+            (None, Some(Value::String(s))) => s.clone(),
+            (None, Some(v)) => v.to_string(),
+            (None, None) => String::new(),
         };
         let mut finish = match step.get("finishReason").and_then(Value::as_str) {
             Some("length") => "length",
@@ -355,6 +419,23 @@ pub fn scripted(step: &Value) -> Answer {
                 body["usage"] = json!({"prompt_tokens": i, "completion_tokens": o});
             }
             return Answer::json(200, &body);
+        }
+        if request.get("stream") == Some(&Value::Bool(true)) {
+            let mut left = content.len();
+            let pieces: Vec<String> = chunks
+                .unwrap_or_else(|| vec![content.clone()])
+                .into_iter()
+                .map(|piece| {
+                    let mut cut = piece.len().min(left);
+                    while !piece.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    left -= cut;
+                    piece[..cut].to_owned()
+                })
+                .filter(|piece| !piece.is_empty())
+                .collect();
+            return Answer::stream(&pieces, finish, usage);
         }
         Answer::completion(&content, finish, usage)
     })

@@ -265,6 +265,28 @@ impl OpenAiProvider {
             return Err(error::status(status, &headers, &excerpt, key));
         }
         let limit = self.config.reply_limit();
+        let sse = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
+        if !sse {
+            // A server that does not stream answered with the whole completion: one chunk.
+            let body = match read_body(response, limit).await {
+                Ok(body) if body.len() > limit => {
+                    return Err(ProviderError::Failed(format!(
+                        "reply body exceeds the {limit}-byte limit"
+                    )));
+                }
+                Ok(body) => body,
+                Err((read, e)) => return Err(error::body(&e, read.len(), key)),
+            };
+            let reply = reply::parse(&body, request)?;
+            if reply.finish_reason != crate::wire::FinishReason::ContentFilter {
+                on_chunk(&String::from_utf8_lossy(&reply.content));
+            }
+            return Ok(reply);
+        }
         let mut events = stream::Events::default();
         let mut reply = stream::Reply::default();
         let mut read = 0usize;
