@@ -44,8 +44,9 @@
 //! final chunk when the server sends one (else the request reported no usage: `usageComplete`
 //! is then `false`). A stream that breaks off before a finish reason or `data: [DONE]` is no
 //! answer (`NoAnswer`: something was generated, how much is unknown); an `error` event is
-//! `Transient` with `reached: true`. Statuses and connection errors are classified as for a plain
-//! request.
+//! `Transient` with `reached: true`. A server that ignores `stream` and answers with the whole
+//! completion (not `text/event-stream`) is read as a plain reply, handed on as one chunk.
+//! Statuses and connection errors are classified as for a plain request.
 //!
 //! # Errors
 //!
