@@ -93,3 +93,10 @@ fn the_readme_shows_this_file() {
         "README's test differs from tests/quickstart.rs"
     );
 }
+
+/// The quickstart's node as a pack: what `tests/quickstart_addon` exports to Node, for the
+/// harness of openwop-app's contract (`tests/node_bridge.rs`).
+#[allow(dead_code)]
+pub fn pack() -> wop_sdk::manifest::Pack {
+    wop_sdk::manifest::Pack::new("community.mybook.quickstart", "1.0.0").node(DraftScene)
+}

@@ -1,0 +1,344 @@
+//! [`JsHost`]: `wop_sdk::Host` over the `ctx` of a host that loads JavaScript packs.
+
+use crate::errors::map_host_error;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
+use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope, RunEvent};
+use wop_sdk::{AttemptKey, Host, RunId};
+
+/// The capability document assumed when the environment names none: the public openwop-app
+/// snapshot (`routes/discovery.ts`): AI providers, the RFC 0032 reliability loop with a ceiling
+/// of 3 requests, truncation doubling and the natural-language fallback, and no
+/// `aiProviders.callAccounting`.
+pub const OPENWOP_APP_SNAPSHOT: &str = r#"{
+  "aiProviders": {"providers": ["mock"]},
+  "envelopes": {"reliability": {
+    "maxRetryAttempts": 3,
+    "events": ["envelope.retry.attempted", "envelope.retry.exhausted", "envelope.refusal",
+               "envelope.truncated", "envelope.recovery.applied", "envelope.nlToFormat.engaged"],
+    "completion": {"distinguishesTruncation": true, "truncationBudgetMultiplier": 2}}},
+  "providerUsage": {}
+}"#;
+
+/// Which kind of host the bridge runs on (see the crate docs for what differs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostKind {
+    /// The host advertises `aiProviders.callAccounting` (RFC 0248): it reports `attempts`, makes
+    /// the attempt ids and checks lineage.
+    Accounting,
+    /// The host advertises no `callAccounting`: the bridge makes local attempt ids, checks
+    /// lineage itself and never sends `retry`.
+    Plain,
+}
+
+impl HostKind {
+    /// The kind a capability document advertises.
+    pub fn of(document: &CapabilityDocument) -> Self {
+        if document.call_accounting.is_some() {
+            Self::Accounting
+        } else {
+            Self::Plain
+        }
+    }
+}
+
+/// The document the runtime negotiates with, from the host's own.
+///
+/// On a host without `callAccounting` that advertises the natural-language fallback
+/// (`envelope.nlToFormat.engaged`, or the spec's `envelope.nl-to-format-engaged`), the fallback
+/// is one more provider request after the ceiling (openwop-app: 3 requests, then the fallback),
+/// so the ceiling the runtime budgets with is `maxRetryAttempts + 1`. A host with
+/// `callAccounting` counts the fallback inside its ceiling (SPEC.md), so its document is
+/// unchanged.
+pub fn host_document(mut document: CapabilityDocument) -> CapabilityDocument {
+    if document.call_accounting.is_none()
+        && let Some(rel) = &mut document.reliability
+        && rel.events.iter().any(|e| {
+            let e = e.to_ascii_lowercase();
+            e.contains("nltoformat") || e.contains("nl-to-format")
+        })
+    {
+        rel.max_retry_attempts = rel.max_retry_attempts.saturating_add(1);
+    }
+    document
+}
+
+/// One `ctx.callAI` call, as the generated `index.mjs` makes it: the request as JSON text in,
+/// the answer as JSON text out: `{"result": <the host's result>}` or `{"error": {"code"?,
+/// "message", "details"?, "thrown"}}` (`thrown`: `error` for an `Error`, `value` for anything
+/// else thrown, `timeout` for a call that did not settle within the node's timeout, `missing`
+/// when the host offers no `ctx.callAI`). `Err` is a failure of the bridge itself (the call
+/// could not be made or its answer not read).
+pub trait JsCallAi: Send + Sync {
+    /// Makes the call.
+    fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>>;
+}
+
+/// The node's configuration the bridge reads, and the pack's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeConfig {
+    /// `ctx.config.provider`, else the pack's default.
+    pub provider: Option<String>,
+    /// `ctx.config.model`, else the pack's default.
+    pub model: Option<String>,
+}
+
+#[derive(Default)]
+struct Books {
+    next_local: u64,
+    /// Local attempt ids handed out in results (a plain host only).
+    issued: BTreeSet<String>,
+    /// Failures handed to the runtime and not yet settled. Their causes are not kept: the host
+    /// itself threw them and has its own diagnostics.
+    open_failures: BTreeSet<u64>,
+    next_failure: u64,
+    events: Vec<RunEvent>,
+}
+
+/// `wop_sdk::Host` over a JavaScript host's `ctx`, for one node execution.
+///
+/// Made by [`crate::run_node`] for each execution. Events the runtime records (`node.*`) stay
+/// in this value: the JavaScript host records its own node events.
+pub struct JsHost {
+    call: Arc<dyn JsCallAi>,
+    document: CapabilityDocument,
+    kind: HostKind,
+    config: NodeConfig,
+    books: Mutex<Books>,
+}
+
+impl fmt::Debug for JsHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JsHost")
+            .field("kind", &self.kind)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JsHost {
+    /// A host for one node execution: `document` is the host's capability document (adjusted
+    /// with [`host_document`]).
+    pub fn new(call: Arc<dyn JsCallAi>, document: CapabilityDocument, config: NodeConfig) -> Self {
+        let document = host_document(document);
+        Self {
+            kind: HostKind::of(&document),
+            call,
+            document,
+            config,
+            books: Mutex::new(Books::default()),
+        }
+    }
+
+    /// The kind of host.
+    pub fn kind(&self) -> HostKind {
+        self.kind
+    }
+
+    fn books(&self) -> MutexGuard<'_, Books> {
+        self.books.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn fail(&self, public: ErrorEnvelope) -> HostFailure {
+        let mut books = self.books();
+        books.next_failure += 1;
+        let id = books.next_failure;
+        books.open_failures.insert(id);
+        HostFailure {
+            public,
+            token: FailureToken::new(id),
+        }
+    }
+
+    /// The request the host is sent: provider and model filled in, and on a plain host the
+    /// lineage checked and removed, and no `retry`.
+    fn prepare(&self, request: &Value) -> Result<Map<String, Value>, ErrorEnvelope> {
+        let Value::Object(request) = request else {
+            return Err(ErrorEnvelope::validation(
+                "request",
+                "a ctx.callAI request must be a JSON object",
+            ));
+        };
+        let mut request = request.clone();
+        for (key, default) in [
+            ("provider", &self.config.provider),
+            ("model", &self.config.model),
+        ] {
+            match request.get(key) {
+                Some(Value::String(s)) if !s.is_empty() => {}
+                Some(Value::Null) | None => match default {
+                    Some(d) => {
+                        request.insert(key.to_owned(), json!(d));
+                    }
+                    None => {
+                        return Err(ErrorEnvelope::validation(
+                            key,
+                            format!(
+                                "the host requires `{key}`: set it on the call, in the node's \
+                                 configuration (`{key}`), or as the pack's default (`pack --{key}`)"
+                            ),
+                        ));
+                    }
+                },
+                Some(_) => {
+                    return Err(ErrorEnvelope::validation(
+                        key,
+                        format!("`{key}` must be a non-empty string"),
+                    ));
+                }
+            }
+        }
+        if self.kind == HostKind::Plain {
+            request.remove("retry");
+            let id = request.remove("retryOfAttemptId");
+            let reason = request.remove("retryReason");
+            match (id, reason) {
+                (None, None) => {}
+                (Some(Value::String(id)), Some(_)) => {
+                    if !self.books().issued.contains(&id) {
+                        return Err(ErrorEnvelope::validation(
+                            "retryOfAttemptId",
+                            "is not a completed attempt of this node execution (the host keeps \
+                             no attempt ids: the bridge made this one, and checks it alone)",
+                        ));
+                    }
+                }
+                (Some(_), None) | (None, Some(_)) => {
+                    return Err(ErrorEnvelope::validation(
+                        "retryOfAttemptId",
+                        "`retryOfAttemptId` and `retryReason` go together",
+                    ));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(ErrorEnvelope::validation(
+                        "retryOfAttemptId",
+                        "must be a string",
+                    ));
+                }
+            }
+        }
+        Ok(request)
+    }
+
+    /// One call, JSON in and out: the single place where the typed `Host` meets the JS edge.
+    pub fn call_json<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, HostFailure>> {
+        Box::pin(async move {
+            let request = match self.prepare(request) {
+                Ok(r) => r,
+                Err(public) => return Err(self.fail(public)),
+            };
+            let text = Value::Object(request).to_string();
+            let answer = match self.call.call(text).await {
+                Ok(answer) => answer,
+                Err(e) => {
+                    let public = ErrorEnvelope::new(
+                        ErrorCode::UpstreamUnavailable,
+                        format!("the bridge could not call the host's ctx.callAI: {e}"),
+                    );
+                    return Err(self.fail(public));
+                }
+            };
+            let answer: Value = match serde_json::from_str(&answer) {
+                Ok(v) => v,
+                Err(e) => {
+                    let public = ErrorEnvelope::new(
+                        ErrorCode::ProtocolError,
+                        format!("the answer of the host's ctx.callAI could not be read: {e}"),
+                    );
+                    return Err(self.fail(public));
+                }
+            };
+            if let Some(error) = answer.get("error") {
+                let code = error.get("code").and_then(Value::as_str);
+                let mut public = map_host_error(code, error.get("details"));
+                if let Some(thrown) = error.get("thrown").and_then(Value::as_str) {
+                    public = public.with_detail("thrown", thrown);
+                }
+                // The host's message may hold provider diagnostics: it stays out of the envelope.
+                return Err(self.fail(public));
+            }
+            let mut result = answer.get("result").cloned().unwrap_or(Value::Null);
+            if self.kind == HostKind::Plain
+                && let Value::Object(map) = &mut result
+            {
+                let id = {
+                    let mut books = self.books();
+                    books.next_local += 1;
+                    let id = format!("local:{key}:{}", books.next_local);
+                    books.issued.insert(id.clone());
+                    id
+                };
+                map.insert("attemptId".to_owned(), json!(id));
+            }
+            Ok(result)
+        })
+    }
+}
+
+impl Host for JsHost {
+    fn capability_document(&self) -> CapabilityDocument {
+        self.document.clone()
+    }
+
+    fn call_ai<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, HostFailure>> {
+        self.call_json(key, request)
+    }
+
+    fn settle_ai_failure<'a>(
+        &'a self,
+        run: &'a RunId,
+        failure: FailureToken,
+    ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
+        let _ = run; // one JsHost serves one node execution of one run
+        Box::pin(async move {
+            if self.books().open_failures.remove(&failure.get()) {
+                Ok(())
+            } else {
+                Err(ErrorEnvelope::validation(
+                    "failure",
+                    "is not an unsettled failure of this node execution",
+                ))
+            }
+        })
+    }
+
+    fn record_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        kind: &'a str,
+        payload: Value,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut books = self.books();
+            let seq = books.events.len() as u64 + 1;
+            books.events.push(RunEvent {
+                seq,
+                run_id: run.as_str().to_owned(),
+                kind: kind.to_owned(),
+                payload,
+            });
+        })
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
+        Box::pin(async move {
+            self.books()
+                .events
+                .iter()
+                .filter(|e| e.run_id == run.as_str())
+                .cloned()
+                .collect()
+        })
+    }
+}
