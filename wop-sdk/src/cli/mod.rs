@@ -9,6 +9,8 @@
 //! PACK replay RUN_ID --journal PATH [--json]
 //! PACK conformance [--journal PATH] [--older-host] [--json]
 //!                                                 the eight RFC 0248 legs against the local host
+//! PACK pack --out DIR --addon FILE [--single-file] [--provider P] [--model M] [--timeout-ms N]
+//!                                                 the folder a JavaScript host mounts (see [`pack`])
 //! ```
 //!
 //! Exit codes: 0 success; 1 a run that failed or would not fit its budget; 2 a usage error (bad
@@ -30,6 +32,7 @@
 //! }
 //! ```
 
+pub mod pack;
 mod render;
 #[cfg(test)]
 mod tests;
@@ -156,6 +159,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write the folder a host that loads JavaScript packs (openwop-app) mounts.
+    Pack(pack::PackOptions),
     /// Replay a recorded run: every call served from its recorded outcome.
     Replay {
         /// The run.
@@ -260,6 +265,10 @@ async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<
             } else {
                 Err(CliError::failed("not every RFC 0248 leg passed"))
             }
+        }
+        Command::Pack(options) => {
+            let folder = pack::write_pack(pack, &options)?;
+            w(writeln!(out, "{}", folder.display()))
         }
         Command::Replay {
             run_id,

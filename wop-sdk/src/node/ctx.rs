@@ -189,7 +189,7 @@ impl<'run> NodeCtx<'run> {
             output_tokens: None,
             usage_complete: None,
             status: String::new(),
-            retry_reason: lineage.as_ref().map(|(_, r)| r.as_str().to_owned()),
+            retry_reason: lineage.as_ref().map(|l| l.reason.as_str().to_owned()),
         };
         if request.require_retry_policy && !honoured && policy != RetryPolicy::HOST_DEFAULT {
             let e = ErrorEnvelope::new(
@@ -229,9 +229,14 @@ impl<'run> NodeCtx<'run> {
         if honoured {
             wire.retry = policy.to_wire();
         }
-        if let Some((id, reason)) = lineage {
-            wire.retry_of_attempt_id = Some(id);
-            wire.retry_reason = Some(reason);
+        if let Some(lineage) = lineage {
+            // A host without `callAccounting` ignores the lineage fields: without these messages
+            // the retry could be the same request, and a host cache would return the same reply.
+            if state.caps.document().call_accounting.is_none() {
+                wire.messages.extend(lineage.corrective_messages());
+            }
+            wire.retry_of_attempt_id = Some(lineage.attempt_id);
+            wire.retry_reason = Some(lineage.reason);
         }
         let key = AttemptKey {
             run_id: state.run_id.clone(),
