@@ -18,7 +18,7 @@ struct Brief {
 #[wop_node(
     type_id = "community.mybook.draft-scene",
     version = "1.0.0",
-    max_calls = 6,
+    max_calls = 8, // two calls at the worst case of a host without RFC 0248 (3 requests + a fallback)
     retry(max_attempts = 2, grow_max_tokens = false)
 )]
 async fn draft_scene(ctx: &NodeCtx<'_>, brief: Brief) -> Result<Scene, NodeError> {
