@@ -25,12 +25,13 @@
 //! napi-build = "2.6"
 //! ```
 //!
-//! ```rust,ignore
-//! // src/lib.rs: export every node of the pack(s).
-//! wop_sdk_node::addon!(my_pack::pack());
-//! // build.rs
-//! fn main() { napi_build::setup(); }
+//! ```rust,no_run
+//! // src/lib.rs: export every node of the pack(s) (here a pack without nodes).
+//! wop_sdk_node::addon!(wop_sdk::manifest::Pack::new("community.example.empty", "0.1.0"));
+//! # fn main() {}
 //! ```
+//!
+//! and `build.rs`: `fn main() { napi_build::setup(); }`.
 //!
 //! `cargo build -p my-pack-addon` writes `target/debug/libmy_pack_addon.so` (`.dylib` on macOS,
 //! `.dll` on Windows); `my-pack pack --out dist --addon that-file` writes the pack folder.
@@ -99,8 +100,13 @@ pub use run::{ABI_VERSION, manifests_json, run_node};
 /// Exports the nodes of one or more packs as a Node native addon. Invoke it once, at the root of
 /// a `cdylib` crate whose build script calls `napi_build::setup()`.
 ///
-/// ```rust,ignore
-/// wop_sdk_node::addon!(book::pack(), other::pack());
+/// ```rust,no_run
+/// use wop_sdk::manifest::Pack;
+/// wop_sdk_node::addon!(
+///     Pack::new("community.example.one", "0.1.0"),
+///     Pack::new("community.example.two", "0.1.0"),
+/// );
+/// # fn main() {}
 /// ```
 ///
 /// The addon exports `wopAbi()` (the bridge's ABI version, checked by `index.mjs`),
