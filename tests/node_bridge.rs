@@ -20,7 +20,8 @@ use wop_sdk::cli::pack::{DEFAULT_TIMEOUT_MS, PackOptions, write_pack};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| Path::new(ROOT).join("target"), PathBuf::from)
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| Path::new(ROOT).join("target"), PathBuf::from)
 }
 
 fn addon_path(krate: &str) -> PathBuf {
@@ -49,7 +50,14 @@ fn packs() -> &'static Packs {
     static PACKS: OnceLock<Packs> = OnceLock::new();
     PACKS.get_or_init(|| {
         let built = cargo()
-            .args(["build", "--quiet", "-p", "book-ai-addon", "-p", "wop-sdk-quickstart-addon"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "book-ai-addon",
+                "-p",
+                "wop-sdk-quickstart-addon",
+            ])
             .status()
             .expect("cargo runs");
         assert!(built.success(), "the addons build");
@@ -57,11 +65,27 @@ fn packs() -> &'static Packs {
         let _ = std::fs::remove_dir_all(&root);
         let (dir, single) = (root.join("packs"), root.join("single"));
         for (out, single_file) in [(&dir, false), (&single, true)] {
-            let mut args = vec!["run", "--quiet", "--example", "book_ai", "--", "pack", "--out"];
+            let mut args = vec![
+                "run",
+                "--quiet",
+                "--example",
+                "book_ai",
+                "--",
+                "pack",
+                "--out",
+            ];
             let out = out.to_str().expect("utf-8 path");
             let addon = addon_path("book-ai-addon");
             let addon = addon.to_str().expect("utf-8 path");
-            args.extend([out, "--addon", addon, "--provider", "mock", "--model", "mock-1"]);
+            args.extend([
+                out,
+                "--addon",
+                addon,
+                "--provider",
+                "mock",
+                "--model",
+                "mock-1",
+            ]);
             if single_file {
                 args.push("--single-file");
             }
@@ -154,7 +178,10 @@ fn the_loader_mounts_only_configured_prefixes_and_finds_nodes_listed_in_pack_jso
     }));
     // The host's default prefixes exclude `community.`: nothing is mounted.
     assert_eq!(report["mounted"], json!([]));
-    assert_eq!(step(&report, "x")["outcome"]["error"]["code"], "node_type_unknown");
+    assert_eq!(
+        step(&report, "x")["outcome"]["error"]["code"],
+        "node_type_unknown"
+    );
     let report = harness(&scenario(
         false,
         json!([{"nodeId": "x", "typeId": "community.bookai.no-such-node", "inputs": {}}]),
@@ -163,7 +190,10 @@ fn the_loader_mounts_only_configured_prefixes_and_finds_nodes_listed_in_pack_jso
         report["mounted"],
         json!(["community.bookai", "community.mybook.quickstart"])
     );
-    assert_eq!(step(&report, "x")["outcome"]["error"]["code"], "node_type_unknown");
+    assert_eq!(
+        step(&report, "x")["outcome"]["error"]["code"],
+        "node_type_unknown"
+    );
 }
 
 #[test]
@@ -171,16 +201,33 @@ fn the_quickstart_repair_is_a_new_provider_request_on_a_host_without_call_accoun
     let report = harness(&scenario(false, quickstart_steps()));
     let draft = step(&report, "draft");
     assert_eq!(draft["outcome"]["status"], "success", "{draft:#}");
-    assert_eq!(draft["outcome"]["outputs"]["text"].as_str().map(|t| t.split_whitespace().count()), Some(50));
+    assert_eq!(
+        draft["outcome"]["outputs"]["text"]
+            .as_str()
+            .map(|t| t.split_whitespace().count()),
+        Some(50)
+    );
     // The host retried the unparsable reply itself (2 requests); the node's deliberate retry
     // was a third request, not a cache hit.
     assert_eq!(draft["requests"], 3);
     assert_eq!(report["cacheHits"], 0);
     let repair = draft["messages"][2].as_array().expect("messages");
-    assert_eq!(repair.len(), 3, "the prompt, the rejected reply, the errors: {repair:#?}");
+    assert_eq!(
+        repair.len(),
+        3,
+        "the prompt, the rejected reply, the errors: {repair:#?}"
+    );
     assert_eq!(repair[1]["role"], "assistant");
-    assert!(repair[1]["content"].as_str().is_some_and(|c| c.contains("too short")));
-    assert!(repair[2]["content"].as_str().is_some_and(|c| c.contains("`text` needs 50 words")));
+    assert!(
+        repair[1]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("too short"))
+    );
+    assert!(
+        repair[2]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("`text` needs 50 words"))
+    );
 }
 
 #[test]
@@ -233,7 +280,11 @@ fn figures(report: &Value) -> Vec<(String, u64, u64, bool)> {
 fn book_ai_on_an_rfc_0248_host_has_the_local_hosts_figures() {
     let report = harness(&scenario(true, book_steps()));
     for node in ["outline", "draft-1", "review-1"] {
-        assert_eq!(step(&report, node)["outcome"]["status"], "success", "{report:#}");
+        assert_eq!(
+            step(&report, node)["outcome"]["status"],
+            "success",
+            "{report:#}"
+        );
     }
     // tests/book_ai.rs pins the local host's figures: the same here. The host reports
     // `attempts`, so the draft node is charged 2 + 2 and scene 2 (worst case 3) is refused
@@ -250,14 +301,22 @@ fn book_ai_on_an_rfc_0248_host_has_the_local_hosts_figures() {
     assert_eq!(figures(&report), expected);
     let scenes = &step(&report, "draft-1")["outcome"]["outputs"]["scenes"];
     assert_eq!(scenes[0]["repaired"], true);
-    assert!(scenes[1]["text"].as_str().is_some_and(|t| t.contains("budget_exhausted")));
+    assert!(
+        scenes[1]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("budget_exhausted"))
+    );
 }
 
 #[test]
 fn book_ai_on_openwop_apps_public_snapshot_differs_only_where_its_rules_do() {
     let report = harness(&scenario(false, book_steps()));
     for node in ["outline", "draft-1", "review-1"] {
-        assert_eq!(step(&report, node)["outcome"]["status"], "success", "{report:#}");
+        assert_eq!(
+            step(&report, node)["outcome"]["status"],
+            "success",
+            "{report:#}"
+        );
     }
     let f = figures(&report);
     // The outline and the review: as on the local host (the host's loop is the same for them).
@@ -271,9 +330,16 @@ fn book_ai_on_openwop_apps_public_snapshot_differs_only_where_its_rules_do() {
     let scenes = &step(&report, "draft-1")["outcome"]["outputs"]["scenes"];
     for scene in scenes.as_array().expect("scenes") {
         assert_eq!(scene["placeholder"], true, "{scene:#}");
-        assert!(scene["text"].as_str().is_some_and(|t| t.contains("budget_exhausted")));
+        assert!(
+            scene["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("budget_exhausted"))
+        );
     }
-    assert_eq!(step(&report, "review-1")["outcome"]["outputs"]["placeholders"], 2);
+    assert_eq!(
+        step(&report, "review-1")["outcome"]["outputs"]["placeholders"],
+        2
+    );
 }
 
 #[test]
@@ -314,15 +380,26 @@ fn a_result_without_data_fails_the_node_with_a_code() {
     let outcome = malformed(json!([{"result": ok}]), json!({}));
     assert_eq!(outcome["status"], "failure");
     assert_eq!(outcome["error"]["code"], "node_failed", "{outcome:#}");
-    assert!(outcome["error"]["message"].as_str().is_some_and(|m| m.contains("no `data`")));
+    assert!(
+        outcome["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no `data`"))
+    );
 }
 
 #[test]
 fn a_result_of_the_wrong_types_fails_the_node_with_protocol_error() {
-    for bad in [json!("a string"), json!({"data": {"text": "x"}, "usage": {"outputTokens": "many"}}), json!(null)] {
+    for bad in [
+        json!("a string"),
+        json!({"data": {"text": "x"}, "usage": {"outputTokens": "many"}}),
+        json!(null),
+    ] {
         let outcome = malformed(json!([{"result": bad}]), json!({}));
         assert_eq!(outcome["status"], "failure");
-        assert_eq!(outcome["error"]["code"], "protocol_error", "{bad}: {outcome:#}");
+        assert_eq!(
+            outcome["error"]["code"], "protocol_error",
+            "{bad}: {outcome:#}"
+        );
     }
 }
 
@@ -330,7 +407,10 @@ fn a_result_of_the_wrong_types_fails_the_node_with_protocol_error() {
 fn a_thrown_non_error_fails_the_node_with_protocol_error() {
     for thrown in [json!("boom"), json!(42), json!({"no": "code"})] {
         let outcome = malformed(json!([{"throwValue": thrown}]), json!({}));
-        assert_eq!(outcome["error"]["code"], "protocol_error", "{thrown}: {outcome:#}");
+        assert_eq!(
+            outcome["error"]["code"], "protocol_error",
+            "{thrown}: {outcome:#}"
+        );
     }
 }
 
@@ -340,15 +420,24 @@ fn a_host_error_keeps_its_code_behind_the_sdks() {
         json!([{"throwError": {"message": "429 from upstream, key sk-123", "code": "provider_rate_limited"}}]),
         json!({}),
     );
-    assert_eq!(outcome["error"]["code"], "upstream_unavailable", "{outcome:#}");
-    assert!(!outcome.to_string().contains("sk-123"), "the host's message stays private");
+    assert_eq!(
+        outcome["error"]["code"], "upstream_unavailable",
+        "{outcome:#}"
+    );
+    assert!(
+        !outcome.to_string().contains("sk-123"),
+        "the host's message stays private"
+    );
 }
 
 #[test]
 fn a_call_that_never_settles_fails_at_the_nodes_timeout() {
     let started = std::time::Instant::now();
     let outcome = malformed(json!([{"hang": true}]), json!({"timeoutMs": 300}));
-    assert_eq!(outcome["error"]["code"], "upstream_unavailable", "{outcome:#}");
+    assert_eq!(
+        outcome["error"]["code"], "upstream_unavailable",
+        "{outcome:#}"
+    );
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }
 
@@ -363,6 +452,9 @@ fn a_provider_from_the_node_configuration_wins_and_the_host_may_refuse_it() {
     }));
     // The node's configuration wins over the pack's default; the host refuses that provider.
     let outcome = &step(&report, "q")["outcome"];
-    assert_eq!(outcome["error"]["code"], "capability_not_provided", "{outcome:#}");
+    assert_eq!(
+        outcome["error"]["code"], "capability_not_provided",
+        "{outcome:#}"
+    );
     assert_eq!(step(&report, "q")["requests"], 0);
 }

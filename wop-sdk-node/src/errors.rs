@@ -60,7 +60,10 @@ pub fn map_host_error(host_code: Option<&str>, details: Option<&Value>) -> Error
             ErrorCode::CapabilityNotProvided,
             "the host cannot serve this call (provider, model, policy or capability)",
         ),
-        "budget_exhausted" => (ErrorCode::BudgetExhausted, "the host's budget refused the call"),
+        "budget_exhausted" => (
+            ErrorCode::BudgetExhausted,
+            "the host's budget refused the call",
+        ),
         "idempotency_key_mismatch" => (
             ErrorCode::IdempotencyKeyMismatch,
             "the host refused a changed request under the same attempt identity",
@@ -69,7 +72,10 @@ pub fn map_host_error(host_code: Option<&str>, details: Option<&Value>) -> Error
             ErrorCode::ReplaySourceMissing,
             "the host has no recorded outcome to replay",
         ),
-        "protocol_error" => (ErrorCode::ProtocolError, "the host broke the call's contract"),
+        "protocol_error" => (
+            ErrorCode::ProtocolError,
+            "the host broke the call's contract",
+        ),
         "node_timeout" => (
             ErrorCode::UpstreamUnavailable,
             "the host's ctx.callAI did not settle within the node's timeout",

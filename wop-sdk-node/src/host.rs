@@ -357,7 +357,10 @@ mod tests {
         fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>> {
             Box::pin(async move {
                 let v = serde_json::from_str(&request).map_err(|e| e.to_string())?;
-                self.sent.lock().unwrap_or_else(PoisonError::into_inner).push(v);
+                self.sent
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(v);
                 Ok(self.answer.clone())
             })
         }
@@ -368,10 +371,9 @@ mod tests {
             sent: Mutex::new(Vec::new()),
             answer: answer.to_string(),
         });
-        let document = CapabilityDocument::from_json(
-            &serde_json::from_str(document).unwrap_or(Value::Null),
-        )
-        .unwrap_or_else(|e| panic!("document: {e}"));
+        let document =
+            CapabilityDocument::from_json(&serde_json::from_str(document).unwrap_or(Value::Null))
+                .unwrap_or_else(|e| panic!("document: {e}"));
         let config = NodeConfig {
             provider: provider.map(str::to_owned),
             model: Some("m-1".to_owned()),
@@ -387,8 +389,7 @@ mod tests {
         }
     }
 
-    const RFC_0248: &str =
-        r#"{"aiProviders": {"providers": ["mock"], "callAccounting": {"attempts": true, "retryPolicy": true}}}"#;
+    const RFC_0248: &str = r#"{"aiProviders": {"providers": ["mock"], "callAccounting": {"attempts": true, "retryPolicy": true}}}"#;
 
     #[tokio::test]
     async fn a_plain_host_gets_no_retry_and_its_results_a_local_attempt_id() {
@@ -407,14 +408,25 @@ mod tests {
         );
         let request = json!({"messages": [], "retry": {"maxAttempts": 1}});
         let result = host.call_json(&key(0), &request).await.expect("a result");
-        let id = result["attemptId"].as_str().expect("an attempt id").to_owned();
+        let id = result["attemptId"]
+            .as_str()
+            .expect("an attempt id")
+            .to_owned();
         assert!(id.starts_with("local:r/n#0:"), "{id}");
         let sent = fake.sent.lock().expect("sent")[0].clone();
-        assert_eq!(sent, json!({"messages": [], "provider": "mock", "model": "m-1"}));
+        assert_eq!(
+            sent,
+            json!({"messages": [], "provider": "mock", "model": "m-1"})
+        );
         // Lineage: checked by the bridge, then removed.
-        let retry = json!({"messages": [], "retryOfAttemptId": id, "retryReason": "invalid_output"});
+        let retry =
+            json!({"messages": [], "retryOfAttemptId": id, "retryReason": "invalid_output"});
         host.call_json(&key(1), &retry).await.expect("a known id");
-        assert!(fake.sent.lock().expect("sent")[1].get("retryOfAttemptId").is_none());
+        assert!(
+            fake.sent.lock().expect("sent")[1]
+                .get("retryOfAttemptId")
+                .is_none()
+        );
         let forged = json!({"messages": [], "retryOfAttemptId": "local:r/n#0:9", "retryReason": "invalid_output"});
         let refused = host.call_json(&key(2), &forged).await.expect_err("forged");
         assert_eq!(refused.public.field(), Some("retryOfAttemptId"));
@@ -427,7 +439,11 @@ mod tests {
 
     #[tokio::test]
     async fn an_accounting_host_gets_the_request_as_the_runtime_made_it() {
-        let (host, fake) = host(RFC_0248, json!({"result": {"content": "hi", "attemptId": "h-1"}}), Some("mock"));
+        let (host, fake) = host(
+            RFC_0248,
+            json!({"result": {"content": "hi", "attemptId": "h-1"}}),
+            Some("mock"),
+        );
         assert_eq!(host.kind(), HostKind::Accounting);
         let request = json!({"messages": [], "retry": {"maxAttempts": 1}, "retryOfAttemptId": "h-0", "retryReason": "invalid_output"});
         let result = host.call_json(&key(0), &request).await.expect("a result");

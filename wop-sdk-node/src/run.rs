@@ -71,11 +71,11 @@ pub async fn run_node(packs: &[Pack], request: &str, call: Arc<dyn JsCallAi>) ->
             opt_string(&request, "/defaults/model")?,
         ))
     })();
-    let (type_id, run_id, node_id, provider, model, default_provider, default_model) =
-        match strings {
-            Ok(s) => s,
-            Err(answer) => return answer,
-        };
+    let (type_id, run_id, node_id, provider, model, default_provider, default_model) = match strings
+    {
+        Ok(s) => s,
+        Err(answer) => return answer,
+    };
     let Some(type_id) = type_id else {
         return request_error("typeId", "is required");
     };

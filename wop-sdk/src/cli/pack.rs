@@ -136,7 +136,10 @@ pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, CliErro
             options.addon.display()
         )));
     }
-    for (flag, value) in [("--provider", &options.provider), ("--model", &options.model)] {
+    for (flag, value) in [
+        ("--provider", &options.provider),
+        ("--model", &options.model),
+    ] {
         if value.as_deref().is_some_and(str::is_empty) {
             return Err(CliError::usage(format!("{flag}: must not be empty")));
         }
@@ -187,10 +190,7 @@ pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, CliErro
         "timeoutMs": options.timeout_ms,
     });
     let index = INDEX_TEMPLATE
-        .replace(
-            "__PACK__",
-            &format!("{} {}", pack.name(), pack.version()),
-        )
+        .replace("__PACK__", &format!("{} {}", pack.name(), pack.version()))
         .replace("__TYPE_IDS__", &json!(pack.type_ids()).to_string())
         .replace("__DEFAULTS__", &defaults.to_string())
         .replace("__ABI__", &BRIDGE_ABI.to_string())
@@ -216,17 +216,21 @@ mod tests {
 
     #[test]
     fn schemas_become_files_and_own_keys_are_prefixed() {
-        let pack = Pack::new("community.example.empty", "0.1.0")
-            .node(crate::conformance::EchoAttempts);
+        let pack =
+            Pack::new("community.example.empty", "0.1.0").node(crate::conformance::EchoAttempts);
         let (m, files) = manifest_and_schemas(&pack);
-        assert_eq!(m["runtime"], json!({"language": "javascript", "entry": "index.mjs"}));
+        assert_eq!(
+            m["runtime"],
+            json!({"language": "javascript", "entry": "index.mjs"})
+        );
         let node = &m["nodes"][0];
         assert!(node.get("inputSchema").is_none());
         let input_ref = node["inputSchemaRef"].as_str().unwrap_or("");
         assert!(files.iter().any(|(p, _)| p == input_ref), "{files:?}");
-        assert!(node.as_object().is_some_and(|o| o
-            .keys()
-            .all(|k| !["maxCalls", "retry"].contains(&k.as_str()))));
+        assert!(node.as_object().is_some_and(|o| {
+            o.keys()
+                .all(|k| !["maxCalls", "retry"].contains(&k.as_str()))
+        }));
     }
 
     #[test]
@@ -245,8 +249,8 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let addon = dir.join("addon.so");
         std::fs::write(&addon, b"not really an addon").expect("addon");
-        let pack = Pack::new("community.example.echo", "0.1.0")
-            .node(crate::conformance::EchoAttempts);
+        let pack =
+            Pack::new("community.example.echo", "0.1.0").node(crate::conformance::EchoAttempts);
         let folder = write_pack(&pack, &options(&dir, &addon)).expect("written");
         assert_eq!(folder, dir.join("community.example.echo"));
         let index = std::fs::read_to_string(folder.join("index.mjs")).expect("index");
