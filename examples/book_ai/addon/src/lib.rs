@@ -6,6 +6,8 @@
 //!     --provider mock --model mock-1
 //! ```
 
+// In a test build napi-derive leaves the exports out, so the pack looks unused there.
+#[cfg_attr(test, allow(dead_code))]
 #[path = "../../pack.rs"]
 mod pack;
 
