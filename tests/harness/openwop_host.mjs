@@ -13,7 +13,7 @@
 //   rfc0248?: bool,           be a host that advertises aiProviders.callAccounting {attempts, retryPolicy}
 //   providers?: [..],         the providers callAI accepts (default ["mock"])
 //   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..] }],
-//   bench?: { typeId, nodeId, inputs, config?, rounds? }   (a Rust node making one plain call)
+//   bench?: { rounds?, repeats? }   (the bridge's cost per call; see `bench` below)
 // }
 // A step's `inputs` may hold {"$output": "<nodeId>", "pointer": "/json/pointer"}: the output of
 // an earlier step. `script` is the mock provider's replies for that node, one per provider request
@@ -406,38 +406,57 @@ export async function runScenario(scenario) {
   return report;
 }
 
-// The bridge's cost per call: a node making one plain call to an instant callAI, written in
-// JavaScript and in Rust (through the addon), timed per node execution in the same host.
-async function bench(registry, host, b) {
-  const callAI = async () => ({ content: 'ok', usage: { inputTokens: 1, outputTokens: 1 }, finishReason: 'stop', model: 'mock-1' });
-  const rust = await registry.resolve(b.typeId);
+// The bridge's cost per call. The same work written as a pure-JS node and as Book AI's Rust
+// `draft-scene` (through the addon): one structured call per scene to an instant callAI (an
+// RFC 0248 answer, so each call is charged 1: four fit the node's budget of 6, as each reserves
+// its worst case of 3), timed per node execution with 1 and with 4 calls. The marginal cost of a
+// call is (T4 - T1) / 3; the fixed
+// cost of a node execution is T1 minus one call.
+async function bench(registry, _host, b) {
+  process.env.WOP_SDK_HOST_CAPABILITIES = JSON.stringify(new OpenwopHost({ rfc0248: true }).capabilityDocument());
+  const answer = { data: { text: 'Mara Quill waited.' }, usage: { inputTokens: 1, outputTokens: 1 }, finishReason: 'stop', model: 'mock-1',
+    attemptId: 'a-1', attempts: { count: 1, outputTokens: 1, usageComplete: true, structuredOutput: 'prompt' } };
+  const callAI = async () => answer;
+  const rust = await registry.resolve('community.bookai.draft-scene');
   const pure = wrapNode(async (ctx) => {
-    const out = [];
-    for (let i = 0; i < ctx.inputs.calls; i++) {
-      const r = await ctx.callAI({ provider: 'mock', model: 'mock-1', messages: [{ role: 'user', content: ctx.inputs.prompt }], maxTokens: 10 });
-      if (typeof r.content !== 'string') throw Object.assign(new Error('no content'), { code: 'envelope_invalid' });
-      out.push(r.content);
+    const scenes = [];
+    for (const beat of ctx.inputs.chapter.scenes) {
+      const r = await ctx.callAI({ provider: 'mock', model: 'mock-1', messages: [{ role: 'user', content: `Write the scene: ${beat}` }],
+        maxTokens: 600, responseSchema: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } } });
+      if (r.data === null || typeof r.data !== 'object' || typeof r.data.text !== 'string') throw Object.assign(new Error('bad data'), { code: 'envelope_invalid' });
+      scenes.push({ beat, text: r.data.text, placeholder: false, repaired: false });
     }
-    return { status: 'success', outputs: { replies: out.length } };
+    return { status: 'success', outputs: { number: ctx.inputs.chapter.number, scenes } };
   });
-  const time = async (execute, rounds, inputs) => {
-    const ctx = (i, inputs) => ({ runId: `bench-${i}`, nodeId: b.nodeId, attempt: 1, inputs, config: b.config ?? {}, callAI });
-    for (let i = 0; i < 20; i++) await execute(ctx(i, inputs)); // warm-up
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < rounds; i++) {
-      const o = await execute(ctx(i, inputs));
-      if (o.status !== 'success') throw new Error(`bench node failed: ${JSON.stringify(o)}`);
+  const inputs = (n) => ({ chapter: { number: 1, title: 'T', characters: ['Mara Quill'], scenes: Array.from({ length: n }, (_, i) => `beat ${i}`) }, minWords: 1 });
+  const time = async (execute, n, rounds) => {
+    const ctx = (i) => ({ runId: `bench-${i}`, nodeId: 'draft-1', attempt: 1, inputs: inputs(n), config: {}, callAI });
+    for (let i = 0; i < 50; i++) {
+      const o = await execute(ctx(i));
+      if (o.status !== 'success' || o.outputs.scenes.some((x) => x.placeholder)) throw new Error(`bench node failed: ${JSON.stringify(o)}`);
     }
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < rounds; i++) await execute(ctx(i));
     return Number(process.hrtime.bigint() - t0) / rounds / 1000; // µs per node execution
   };
-  const rounds = b.rounds ?? 200;
-  const samples = { rust: [], pure: [] };
-  for (let r = 0; r < 5; r++) {
-    samples.pure.push(await time(pure, rounds, { prompt: 'Review chapter 1.', calls: 1 }));
-    samples.rust.push(await time(rust, rounds, b.inputs));
+  const rounds = b.rounds ?? 500;
+  const samples = { pure1: [], pure4: [], rust1: [], rust4: [] };
+  for (let r = 0; r < (b.repeats ?? 7); r++) {
+    samples.pure1.push(await time(pure, 1, rounds));
+    samples.pure4.push(await time(pure, 4, rounds));
+    samples.rust1.push(await time(rust, 1, rounds));
+    samples.rust4.push(await time(rust, 4, rounds));
   }
-  const median = (xs) => [...xs].sort((a, b2) => a - b2)[Math.floor(xs.length / 2)];
-  return { rounds, pureUsPerNode: median(samples.pure), rustUsPerNode: median(samples.rust) };
+  const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+  const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
+  const perCall = { pure: (m.pure4 - m.pure1) / 3, rust: (m.rust4 - m.rust1) / 3 };
+  return {
+    rounds, node: process.version,
+    usPerNode: m,
+    usPerCall: perCall,
+    usFixedPerNode: { pure: m.pure1 - perCall.pure, rust: m.rust1 - perCall.rust },
+    bridgeUsPerCall: perCall.rust - perCall.pure,
+  };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

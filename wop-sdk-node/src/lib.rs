@@ -6,9 +6,10 @@
 //! host mounts: `pack.json`, a generated `index.mjs` that exports `nodes`, and the addon.
 //!
 //! ```text
-//! host ──ctx──▶ index.mjs (generated) ──JSON──▶ addon (this crate) ──▶ wop_sdk::node::execute
-//!                  ▲                                    │ JsHost: wop_sdk::Host over ctx.callAI
-//!                  └─────── ctx.callAI(request) ◀───────┘ (a threadsafe function, awaited)
+//! host ──ctx──▶ index.mjs (generated) ──wopStart(JSON)──▶ addon: wop_sdk::node::execute
+//!                  │   ◀── {calls: [request]} ───────────  (JsHost: wop_sdk::Host, polled)
+//!                  ├─ await ctx.callAI(request)
+//!                  └─ wopResume(answer) ──▶ … ◀── {done: outcome}
 //! ```
 //!
 //! # Building a pack as an addon
@@ -38,8 +39,10 @@
 //!
 //! # What the bridge needs
 //!
-//! - **Node ≥ 18** (N-API 4: threadsafe functions). The addon is loaded with `require` by the
-//!   generated `index.mjs`.
+//! - **Node ≥ 18.** The addon is loaded with `require` by the generated `index.mjs`. No thread is
+//!   started: the node runs on the host's JavaScript thread, polled between its calls (see
+//!   [`start`]); so a node may await only its `ctx` (a node that awaits a timer or a socket
+//!   fails `node_failed` saying so).
 //! - **`unsafe` in the addon crate only.** `napi-derive`'s expansion (the exported functions
 //!   and their registration) is FFI code with `unsafe` blocks, so the crate that invokes
 //!   [`addon!`] cannot inherit `unsafe_code = "forbid"`; it must not hold anything else. This
@@ -90,12 +93,13 @@
 
 mod errors;
 mod host;
-mod napi_call;
 mod run;
+mod task;
 
 pub use errors::map_host_error;
 pub use host::{HostKind, JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT, host_document};
 pub use run::{ABI_VERSION, manifests_json, run_node};
+pub use task::{cancel, resume, start};
 
 /// Exports the nodes of one or more packs as a Node native addon. Invoke it once, at the root of
 /// a `cdylib` crate whose build script calls `napi_build::setup()`.
@@ -110,9 +114,9 @@ pub use run::{ABI_VERSION, manifests_json, run_node};
 /// ```
 ///
 /// The addon exports `wopAbi()` (the bridge's ABI version, checked by `index.mjs`),
-/// `wopManifests()` (the packs' `pack.json`, a JSON array) and
-/// `wopRunNode(request, callAI)`, which runs one node and resolves to its outcome as JSON
-/// (see [`run_node`]). Each argument is an expression of type `wop_sdk::manifest::Pack`,
+/// `wopManifests()` (the packs' `pack.json`, a JSON array), and [`start`], [`resume`] and
+/// [`cancel`] as `wopStart`, `wopResume`, `wopCancel`: one node execution, driven call by call
+/// from the host's thread. Each argument is an expression of type `wop_sdk::manifest::Pack`,
 /// evaluated once, at the first call.
 #[macro_export]
 macro_rules! addon {
@@ -144,12 +148,19 @@ macro_rules! addon {
                 $crate::manifests_json(packs())
             }
 
-            #[$crate::__private::napi_derive::napi(js_name = "wopRunNode")]
-            pub async fn run_node(
-                request: ::std::string::String,
-                call_ai: $crate::__private::CallAiFn,
-            ) -> ::std::string::String {
-                $crate::__private::run_napi(packs(), request, call_ai).await
+            #[$crate::__private::napi_derive::napi(js_name = "wopStart")]
+            pub fn start(request: ::std::string::String) -> ::std::string::String {
+                $crate::start(packs(), request)
+            }
+
+            #[$crate::__private::napi_derive::napi(js_name = "wopResume")]
+            pub fn resume(task: u32, call: u32, answer: ::std::string::String) -> ::std::string::String {
+                $crate::resume(task, call, answer)
+            }
+
+            #[$crate::__private::napi_derive::napi(js_name = "wopCancel")]
+            pub fn cancel(task: u32) -> bool {
+                $crate::cancel(task)
             }
         }
     };
@@ -158,7 +169,6 @@ macro_rules! addon {
 /// What [`addon!`]'s expansion uses. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::napi_call::{CallAiFn, run_napi};
     pub use napi;
     pub use napi_derive;
     pub use wop_sdk::manifest::Pack;

@@ -102,7 +102,7 @@ function describe(thrown) {
 const TIMED_OUT = Symbol('timed out');
 
 // One ctx.callAI call. Resolves, never rejects, to JSON text: {result} or {error}.
-async function callHost(ctx, requestText, deadline) {
+async function callHost(ctx, request, deadline) {
   let timer;
   try {
     if (typeof ctx.callAI !== 'function') {
@@ -112,7 +112,7 @@ async function callHost(ctx, requestText, deadline) {
     const timeout = new Promise((resolve) => {
       timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, remaining));
     });
-    const call = Promise.resolve().then(() => ctx.callAI(JSON.parse(requestText)));
+    const call = Promise.resolve().then(() => ctx.callAI(request));
     const result = await Promise.race([call, timeout]);
     if (result === TIMED_OUT) {
       call.catch(() => {}); // settles after the node gave up on it: nobody is waiting
@@ -153,10 +153,28 @@ async function run(typeId, ctx) {
     throw new WopNodeError('validation_error', `the node's inputs are not JSON: ${describe(e).message}`, { field: 'input' });
   }
   let answer;
+  let task;
   try {
-    answer = JSON.parse(await addon.wopRunNode(request, (requestText) => callHost(ctx, requestText, deadline)));
+    // The node runs in the addon on this thread, call by call: each step answers the calls it
+    // made ({task, calls: [{id, request}]}) or its outcome ({done}).
+    let step = JSON.parse(addon.wopStart(request));
+    const inflight = new Map();
+    while (step.done === undefined) {
+      if (step.error !== undefined) throw new Error(step.error);
+      task = step.task;
+      for (const c of step.calls) {
+        inflight.set(c.id, callHost(ctx, c.request, deadline).then((text) => ({ id: c.id, text })));
+      }
+      const { id, text } = await Promise.race(inflight.values());
+      inflight.delete(id);
+      step = JSON.parse(addon.wopResume(task, id, text));
+    }
+    task = undefined;
+    answer = step.done;
   } catch (e) {
     throw new WopNodeError('node_failed', `${typeId} could not run in its addon: ${describe(e).message}`);
+  } finally {
+    if (task !== undefined) addon.wopCancel(task);
   }
   if (answer.status === 'success') return { status: 'success', outputs: answer.outputs };
   const error = answer.error ?? {};
