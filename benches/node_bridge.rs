@@ -31,7 +31,7 @@ fn packs() -> &'static [Pack] {
 fn request(scenes: usize) -> String {
     let beats: Vec<String> = (0..scenes).map(|i| format!("beat {i}")).collect();
     json!({
-        "typeId": "community.bookai.draft-scene", "runId": "r", "nodeId": "draft-1",
+        "typeId": "community.demo.bookai.draft-scene", "runId": "r", "nodeId": "draft-1",
         "inputs": {"chapter": {"number": 1, "title": "T", "characters": ["Mara Quill"], "scenes": beats},
                    "minWords": 1},
         "defaults": {"provider": "mock", "model": "mock-1"},
@@ -45,8 +45,8 @@ const ANSWER: &str = r#"{"result":{"data":{"text":"Mara Quill waited."},"usage":
 
 /// One node execution, answering every call at once; the outcome's status.
 fn drive(request: &str) -> Value {
-    let mut step: Value = serde_json::from_str(&wop_sdk_node::start(packs(), request.to_owned()))
-        .expect("json");
+    let mut step: Value =
+        serde_json::from_str(&wop_sdk_node::start(packs(), request.to_owned())).expect("json");
     while step.get("done").is_none() {
         let task = u32::try_from(step["task"].as_u64().expect("task")).expect("u32");
         let call = u32::try_from(step["calls"][0]["id"].as_u64().expect("a call")).expect("u32");
@@ -95,7 +95,9 @@ impl Host for InRust {
 
 /// The same node on `InRust`: every future is ready, so one poll runs it.
 fn in_rust(host: &Arc<InRust>, input: &Value) -> bool {
-    let node = packs()[0].find("community.bookai.draft-scene").expect("node");
+    let node = packs()[0]
+        .find("community.demo.bookai.draft-scene")
+        .expect("node");
     let host: Arc<dyn Host> = host.clone();
     let mut run = Box::pin(wop_sdk::node::execute(
         host,
@@ -104,10 +106,7 @@ fn in_rust(host: &Arc<InRust>, input: &Value) -> bool {
         node,
         input.clone(),
     ));
-    match run
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
+    match run.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(outcome) => outcome.result.is_ok(),
         Poll::Pending => false,
     }

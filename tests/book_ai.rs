@@ -128,7 +128,10 @@ async fn the_over_budget_call_is_refused_before_dispatch() {
         .iter()
         .map(|c| c.status.as_str())
         .collect();
-    assert_eq!(statuses, ["invalid_output", "ok", "budget_exhausted"]);
+    assert_eq!(
+        statuses,
+        ["invalid_output", "ok", "wop-sdk.budget_exhausted"]
+    );
     let refused = &draft.outcome.calls[2];
     assert_eq!((refused.requests, refused.charged), (None, 0));
     assert_eq!(draft.refused_calls(), 1);
@@ -199,7 +202,7 @@ async fn a_node_that_cannot_fit_refuses_the_run() {
     assert!(!refused.estimate.fits());
     assert_eq!(
         refused.to_string(),
-        "refusing to start the run:\n  node `draft-1` (community.bookai.draft-scene) may make 9 \
+        "refusing to start the run:\n  node `draft-1` (community.demo.bookai.draft-scene) may make 9 \
          provider requests, but its max_calls is 6"
     );
 }
@@ -233,7 +236,10 @@ async fn the_demo_reports_the_same_figures_on_a_sqlite_journal() {
     assert_eq!(on_disk.charges, in_memory.charges);
     // The run is in the journal, with one `provider.usage` per request that reported usage.
     let events = sqlite.events(&on_disk.run_id).await.expect("events");
-    let usage = events.iter().filter(|e| e.kind == "provider.usage").count();
+    let usage = events
+        .iter()
+        .filter(|e| e.kind() == "provider.usage")
+        .count();
     assert_eq!(usage, 7 - 1, "7 requests, one withheld its usage");
     let _ = std::fs::remove_dir_all(dir);
 }

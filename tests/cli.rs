@@ -95,7 +95,7 @@ fn manifest_prints_pack_json() {
     let o = run(&["manifest"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).expect("pack.json is JSON");
-    assert_eq!(v["name"], "community.bookai");
+    assert_eq!(v["name"], "community.demo.bookai");
     assert_eq!(v["kind"], "node");
     let ids: Vec<&str> = v["nodes"]
         .as_array()
@@ -106,12 +106,16 @@ fn manifest_prints_pack_json() {
     assert_eq!(
         ids,
         [
-            "community.bookai.plan-outline",
-            "community.bookai.draft-scene",
-            "community.bookai.review-chapter"
+            "community.demo.bookai.plan-outline",
+            "community.demo.bookai.draft-scene",
+            "community.demo.bookai.review-chapter"
         ]
     );
-    assert!(v["nodes"][0]["outputSchema"]["properties"]["chapters"].is_object());
+    assert_eq!(
+        v["nodes"][0]["outputSchemaRef"],
+        "schemas/community.demo.bookai.plan-outline.output.json"
+    );
+    assert_eq!(v["runtime"]["language"], "javascript");
 
     let bad = run(&["manifest", "--pretty"]);
     assert_eq!(code(&bad), 2);
@@ -121,8 +125,8 @@ fn manifest_prints_pack_json() {
 #[test]
 fn estimate_reports_each_node_and_refuses_bad_input() {
     let plan = json!({
-        "community.bookai.plan-outline": serde_json::from_str::<Value>(BRIEF).expect("brief"),
-        "community.bookai.draft-scene": chapter(2),
+        "community.demo.bookai.plan-outline": serde_json::from_str::<Value>(BRIEF).expect("brief"),
+        "community.demo.bookai.draft-scene": chapter(2),
     });
     let o = run(&["estimate", "--input-json", &plan.to_string(), "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -138,13 +142,13 @@ fn estimate_reports_each_node_and_refuses_bad_input() {
 
     let file = temp(
         "plan.json",
-        r#"{"community.bookai.plan-outline": {"premise": "x"}}"#,
+        r#"{"community.demo.bookai.plan-outline": {"premise": "x"}}"#,
     );
     let bad = run(&["estimate", "--input", file.to_str().expect("utf-8")]);
     assert_eq!(code(&bad), 2);
     let err = stderr(&bad);
     assert!(
-        err.contains("plan.json: field `community.bookai.plan-outline.chapters`"),
+        err.contains("plan.json: field `community.demo.bookai.plan-outline.chapters`"),
         "{err}"
     );
     assert!(err.contains("missing field `chapters`"), "{err}");
@@ -152,7 +156,7 @@ fn estimate_reports_each_node_and_refuses_bad_input() {
 
 #[test]
 fn estimate_exits_1_when_a_node_cannot_fit() {
-    let plan = json!({"community.bookai.draft-scene": chapter(3)});
+    let plan = json!({"community.demo.bookai.draft-scene": chapter(3)});
     let o = run(&["estimate", "--input-json", &plan.to_string()]);
     assert_eq!(code(&o), 1);
     assert!(
@@ -178,7 +182,7 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
     let o = run(&[
         "run",
         "--node",
-        "community.bookai.plan-outline",
+        "community.demo.bookai.plan-outline",
         "--input-json",
         BRIEF,
         "--script",
@@ -196,7 +200,7 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
     let bad = run(&[
         "run",
         "--node",
-        "community.bookai.plan-outline",
+        "community.demo.bookai.plan-outline",
         "--input-json",
         BRIEF,
         "--script",
@@ -213,7 +217,7 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
     let wrong_type = run(&[
         "run",
         "--node",
-        "community.bookai.plan-outline",
+        "community.demo.bookai.plan-outline",
         "--input-json",
         r#"{"premise": "x", "chapters": "two", "scenesPerChapter": 2}"#,
         "--script",
@@ -232,7 +236,7 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
     let no_script = run(&[
         "run",
         "--node",
-        "community.bookai.plan-outline",
+        "community.demo.bookai.plan-outline",
         "--input-json",
         BRIEF,
     ]);
@@ -242,12 +246,12 @@ fn run_executes_a_node_with_a_script_and_refuses_bad_input() {
     let unknown = run(&[
         "run",
         "--node",
-        "community.bookai.nope",
+        "community.demo.bookai.nope",
         "--input-json",
         "{}",
     ]);
     assert_eq!(code(&unknown), 2);
-    assert!(stderr(&unknown).contains("--node community.bookai.nope: no such node"));
+    assert!(stderr(&unknown).contains("--node community.demo.bookai.nope: no such node"));
 }
 
 #[test]
@@ -256,7 +260,7 @@ fn run_refuses_to_start_a_node_that_cannot_fit() {
     let o = run(&[
         "run",
         "--node",
-        "community.bookai.draft-scene",
+        "community.demo.bookai.draft-scene",
         "--input-json",
         &chapter(3).to_string(),
         "--script",
@@ -289,7 +293,7 @@ fn run_events_and_replay_share_a_sqlite_journal() {
     let o = run(&[
         "run",
         "--node",
-        "community.bookai.review-chapter",
+        "community.demo.bookai.review-chapter",
         "--input-json",
         &review.to_string(),
         "--script",

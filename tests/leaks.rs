@@ -110,6 +110,6 @@ async fn planted_secrets_never_reach_a_pack_visible_surface() {
             "`{secret}` missing from the diagnostics"
         );
     }
-    let failed: Value = events.last().map(|e| e.payload.clone()).unwrap_or_default();
-    assert_eq!(failed["error"]["error"], "upstream_unavailable");
+    let failed: Value = events.last().map(|e| e.payload()).unwrap_or_default();
+    assert_eq!(failed["error"]["code"], "wop-sdk.upstream_unavailable");
 }

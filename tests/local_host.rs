@@ -38,7 +38,7 @@ async fn events(host: &LocalHost, run: &str) -> Vec<RunEvent> {
 }
 
 fn count(events: &[RunEvent], k: &str) -> usize {
-    events.iter().filter(|e| e.kind == k).count()
+    events.iter().filter(|e| e.kind() == k).count()
 }
 
 #[tokio::test]
@@ -112,12 +112,12 @@ async fn truncation_grows_the_budget_unless_growth_is_off() {
     let ev = events(&host, "fixed").await;
     assert!(
         ev.iter()
-            .filter(|e| e.kind == kind::PROVIDER_USAGE)
+            .filter(|e| e.kind() == kind::PROVIDER_USAGE)
             .all(|e| e.u64("outputTokens") <= Some(100))
     );
     let exhausted: Vec<_> = ev
         .iter()
-        .filter(|e| e.kind == kind::RETRY_EXHAUSTED)
+        .filter(|e| e.kind() == kind::RETRY_EXHAUSTED)
         .collect();
     assert_eq!(exhausted.len(), 1);
     assert_eq!(exhausted[0].u64("totalAttempts"), Some(3));
@@ -153,7 +153,7 @@ async fn a_refusal_makes_exactly_one_request_and_its_text_stays_private() {
     let ev = events(&host, "ref").await;
     assert_eq!(count(&ev, kind::REFUSAL), 1);
     assert!(
-        !serde_json::to_string(&ev.iter().map(|e| &e.payload).collect::<Vec<_>>())
+        !serde_json::to_string(&ev.iter().map(|e| e.payload()).collect::<Vec<_>>())
             .unwrap_or_default()
             .contains("SECRET")
     );
@@ -192,7 +192,7 @@ async fn max_attempts_is_clamped_to_the_ceiling_and_one_turns_retries_off() {
     let ev = events(&host, "one").await;
     let ex: Vec<_> = ev
         .iter()
-        .filter(|e| e.kind == kind::RETRY_EXHAUSTED)
+        .filter(|e| e.kind() == kind::RETRY_EXHAUSTED)
         .collect();
     assert_eq!(ex[0].u64("totalAttempts"), Some(1));
 }
@@ -514,8 +514,8 @@ async fn events_carry_sequence_numbers_in_order() {
         )
         .await;
     let ev = events(&host, "seq").await;
-    let seqs: Vec<u64> = ev.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=ev.len() as u64).collect::<Vec<_>>());
+    let seqs: Vec<u64> = ev.iter().map(|e| e.sequence).collect();
+    assert_eq!(seqs, (0..ev.len() as u64).collect::<Vec<_>>());
 }
 
 #[tokio::test]

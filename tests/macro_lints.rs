@@ -76,7 +76,7 @@ async fn review(ctx: &NodeCtx<'_>, input: Scene) -> Result<String, NodeError> {
         .map_err(|e| NodeError::new(e.to_string()))
 }
 
-pack! { name = "community.lints", version = "1.0.0", nodes = [DraftScene, Review] }
+pack! { name = "community.demo.lints", version = "1.0.0", nodes = [DraftScene, Review] }
 
 #[test]
 fn generated_nodes_declare_what_they_were_given() {

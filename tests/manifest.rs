@@ -27,7 +27,7 @@ fn plan_outline_calls(_: &Premise) -> CallPlan {
 }
 
 #[wop_node(
-    type_id = "community.bookai.plan-outline",
+    type_id = "community.demo.bookai.plan-outline",
     version = "1.0.0",
     category = "data",
     role = "pure",
@@ -47,7 +47,7 @@ async fn plan_outline(ctx: &NodeCtx<'_>, input: Premise) -> Result<Outline, Node
 }
 
 #[wop_node(
-    type_id = "community.bookai.draft-scene",
+    type_id = "community.demo.bookai.draft-scene",
     version = "1.1.0-beta.1",
     max_calls = 6,
     retry(max_attempts = 2, grow_max_tokens = false),
@@ -62,24 +62,24 @@ async fn draft_scene(ctx: &NodeCtx<'_>, input: Outline) -> Result<String, NodeEr
         .map_err(|e| NodeError::new(e.to_string()))
 }
 
-#[wop_node(type_id = "community.bookai.review-chapter", version = "0.3.0")]
+#[wop_node(type_id = "community.demo.bookai.review-chapter", version = "0.3.0")]
 async fn review_chapter(_ctx: &NodeCtx<'_>, input: String) -> Result<Review, NodeError> {
     Ok(Review { notes: input })
 }
 
-pack! { name = "community.bookai", version = "0.1.0", nodes = [PlanOutline, DraftScene, ReviewChapter] }
+pack! { name = "community.demo.bookai", version = "0.1.0", nodes = [PlanOutline, DraftScene, ReviewChapter] }
 
 #[test]
 fn the_generated_manifest_is_valid_pack_json_v2() {
     let m = pack().manifest();
     assert_eq!(validate_manifest(&m), Ok(()));
-    assert_eq!(m["name"], "community.bookai");
+    assert_eq!(m["name"], "community.demo.bookai");
     assert_eq!(m["version"], "0.1.0");
     assert_eq!(m["kind"], "node");
     assert_eq!(m["engines"], json!({"openwop": ">=2.0 <3.0.0"}));
     assert_eq!(
         m["runtime"],
-        json!({"language": "rust", "entry": "community.bookai"})
+        json!({"language": "javascript", "entry": "index.mjs", "format": "esm"})
     );
     assert_eq!(m["peerDependencies"], json!({"aiProviders": "required"}));
     assert_eq!(
@@ -94,41 +94,103 @@ fn nodes_carry_their_declaration() {
     let nodes = m["nodes"].as_array().cloned().unwrap_or_default();
     assert_eq!(nodes.len(), 3);
     let outline = &nodes[0];
-    assert_eq!(outline["typeId"], "community.bookai.plan-outline");
+    assert_eq!(outline["typeId"], "community.demo.bookai.plan-outline");
     assert_eq!(outline["version"], "1.0.0");
     assert_eq!(outline["category"], "data");
     assert_eq!(outline["role"], "pure");
     assert_eq!(outline["label"], "Plan an outline");
     assert_eq!(outline["description"], "Outlines a novel from a premise");
-    assert_eq!(outline["maxCalls"], 4);
-    assert_eq!(outline["retry"], json!({"maxAttempts": 2}));
+    assert_eq!(outline["x-maxCalls"], 4);
+    assert_eq!(outline["x-retry"], json!({"maxAttempts": 2}));
     assert_eq!(
-        outline["inputSchema"]["properties"]["premise"]["type"],
-        "string"
+        outline["inputSchemaRef"],
+        "schemas/community.demo.bookai.plan-outline.input.json"
     );
     assert_eq!(
-        outline["outputSchema"]["properties"]["chapters"]["type"],
-        "array"
+        outline["outputSchemaRef"],
+        "schemas/community.demo.bookai.plan-outline.output.json"
     );
+    for old in ["inputSchema", "outputSchema", "maxCalls", "retry"] {
+        assert!(outline.get(old).is_none(), "{old}");
+    }
 
     let draft = &nodes[1];
     assert_eq!(draft["category"], "chat");
     assert_eq!(draft["role"], "side-effect");
     assert_eq!(
-        draft["retry"],
+        draft["x-retry"],
         json!({"maxAttempts": 2, "growMaxTokens": false})
     );
     assert!(draft.get("label").is_none());
 
     let review = &nodes[2];
-    assert!(review.get("maxCalls").is_none());
-    assert!(review.get("retry").is_none());
-    assert_eq!(review["inputSchema"]["type"], "string");
+    assert!(review.get("x-maxCalls").is_none());
+    assert!(review.get("x-retry").is_none());
+}
+
+#[test]
+fn schema_files_are_the_files_the_manifest_names() {
+    let p = pack();
+    let m = p.manifest();
+    let files = p.schema_files();
+    assert_eq!(files.len(), 6);
+    for node in m["nodes"].as_array().cloned().unwrap_or_default() {
+        for key in ["inputSchemaRef", "outputSchemaRef"] {
+            let path = node[key].as_str().unwrap_or_default();
+            assert!(
+                path.starts_with("schemas/") && path.ends_with(".json"),
+                "{path}"
+            );
+            assert!(files.iter().any(|(f, _)| f == path), "{path} has no file");
+        }
+    }
+    let schema = |path: &str| {
+        files
+            .iter()
+            .find(|(f, _)| f == path)
+            .map(|(_, s)| s.clone())
+    };
+    let outline_in = schema("schemas/community.demo.bookai.plan-outline.input.json");
+    assert_eq!(
+        outline_in.map(|s| s["properties"]["premise"]["type"].clone()),
+        Some(json!("string"))
+    );
+    let outline_out = schema("schemas/community.demo.bookai.plan-outline.output.json");
+    assert_eq!(
+        outline_out.map(|s| s["properties"]["chapters"]["type"].clone()),
+        Some(json!("array"))
+    );
+    let review_in = schema("schemas/community.demo.bookai.review-chapter.input.json");
+    assert_eq!(review_in.map(|s| s["type"].clone()), Some(json!("string")));
+}
+
+// Type ids the v2 grammar admits beyond the `namespace.owner.node` habit: camelCase after the
+// first segment, and `_` in a segment (a pack `vendor.acme.my_tools`). That these compile is the
+// test; the manifest then carries them as written.
+#[wop_node(type_id = "core.ai.callPrompt", version = "1.0.0")]
+async fn call_prompt(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
+    Ok(input)
+}
+
+#[wop_node(type_id = "vendor.acme.my_tools.echo", version = "1.0.0")]
+async fn my_echo(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
+    Ok(input)
+}
+
+#[test]
+fn camel_case_and_underscore_type_ids_are_valid() {
+    let m = wop_sdk::manifest::Pack::new("vendor.acme.my_tools", "1.0.0")
+        .node(CallPrompt)
+        .node(MyEcho)
+        .manifest();
+    assert_eq!(validate_manifest(&m), Ok(()));
+    assert_eq!(m["nodes"][0]["typeId"], "core.ai.callPrompt");
+    assert_eq!(m["nodes"][1]["typeId"], "vendor.acme.my_tools.echo");
 }
 
 #[test]
 fn facets_only_when_a_node_requires_call_accounting() {
-    let m = wop_sdk::manifest::Pack::new("community.plain", "1.0.0")
+    let m = wop_sdk::manifest::Pack::new("community.demo.plain", "1.0.0")
         .node(ReviewChapter)
         .manifest();
     assert_eq!(validate_manifest(&m), Ok(()));
@@ -139,9 +201,11 @@ fn facets_only_when_a_node_requires_call_accounting() {
 #[test]
 fn the_pack_finds_nodes_and_their_specs() {
     let p = pack();
-    assert_eq!(p.name(), "community.bookai");
+    assert_eq!(p.name(), "community.demo.bookai");
     assert_eq!(p.nodes().len(), 3);
-    let draft = p.find("community.bookai.draft-scene").map(|n| n.spec());
+    let draft = p
+        .find("community.demo.bookai.draft-scene")
+        .map(|n| n.spec());
     assert_eq!(draft.map(|s| s.max_calls), Some(Some(6)));
     assert_eq!(
         draft.map(|s| s.requires),
@@ -152,9 +216,9 @@ fn the_pack_finds_nodes_and_their_specs() {
             ][..]
         )
     );
-    assert!(p.find("community.bookai.missing").is_none());
+    assert!(p.find("community.demo.bookai.missing").is_none());
     let plan = p
-        .find("community.bookai.plan-outline")
+        .find("community.demo.bookai.plan-outline")
         .map(|n| n.plan_json(&json!({"premise": "a heist"})));
     assert!(matches!(plan, Some(Ok(ref c)) if c.calls.len() == 1));
 }
@@ -162,7 +226,7 @@ fn the_pack_finds_nodes_and_their_specs() {
 #[test]
 fn validate_manifest_catches_a_broken_manifest() {
     let mut m = pack().manifest();
-    m["nodes"][0]["typeId"] = json!("bookai.plan");
+    m["nodes"][0]["typeId"] = json!("community.2fa.plan");
     m["nodes"][1]["category"] = json!("prose");
     m["engines"]["openwop"] = json!(">=1.0");
     let errors = validate_manifest(&m).err().unwrap_or_default();

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use wop_sdk::cli::pack::{DEFAULT_TIMEOUT_MS, PackOptions, write_pack};
+use wop_sdk::wire::ErrorCode;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -39,8 +40,8 @@ fn cargo() -> Command {
     c
 }
 
-/// The pack folders, written once per test process: `dir/community.bookai/` (sibling addon),
-/// `dir/community.mybook.quickstart/`, and `single/community.bookai/` (the single-file form).
+/// The pack folders, written once per test process: `dir/community.demo.bookai/` (sibling addon),
+/// `dir/community.mybook.quickstart/`, and `single/community.demo.bookai/` (the single-file form).
 struct Packs {
     dir: PathBuf,
     single: PathBuf,
@@ -139,7 +140,7 @@ fn rand_suffix() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-const PREFIXES: [&str; 2] = ["community.bookai", "community.mybook."];
+const PREFIXES: [&str; 2] = ["community.demo.", "community.mybook."];
 
 fn scenario(rfc0248: bool, steps: Value) -> Value {
     json!({
@@ -174,7 +175,7 @@ fn quickstart_steps() -> Value {
 fn the_loader_mounts_only_configured_prefixes_and_finds_nodes_listed_in_pack_json() {
     let report = harness(&json!({
         "packsDir": packs().dir,
-        "steps": [{"nodeId": "x", "typeId": "community.bookai.review-chapter", "inputs": {}}],
+        "steps": [{"nodeId": "x", "typeId": "community.demo.bookai.review-chapter", "inputs": {}}],
     }));
     // The host's default prefixes exclude `community.`: nothing is mounted.
     assert_eq!(report["mounted"], json!([]));
@@ -184,11 +185,11 @@ fn the_loader_mounts_only_configured_prefixes_and_finds_nodes_listed_in_pack_jso
     );
     let report = harness(&scenario(
         false,
-        json!([{"nodeId": "x", "typeId": "community.bookai.no-such-node", "inputs": {}}]),
+        json!([{"nodeId": "x", "typeId": "community.demo.bookai.no-such-node", "inputs": {}}]),
     ));
     assert_eq!(
         report["mounted"],
-        json!(["community.bookai", "community.mybook.quickstart"])
+        json!(["community.demo.bookai", "community.mybook.quickstart"])
     );
     assert_eq!(
         step(&report, "x")["outcome"]["error"]["code"],
@@ -247,14 +248,14 @@ fn book_steps() -> Value {
         .expect("the bundled script");
     let s = script.as_array().expect("steps");
     json!([
-        {"nodeId": "outline", "typeId": "community.bookai.plan-outline",
+        {"nodeId": "outline", "typeId": "community.demo.bookai.plan-outline",
          "inputs": {"premise": "A lighthouse keeper's daughter finds the keeper's ledger torn on the night the light goes out.",
                     "chapters": 1, "scenesPerChapter": 2},
          "script": s[0..2]},
-        {"nodeId": "draft-1", "typeId": "community.bookai.draft-scene",
+        {"nodeId": "draft-1", "typeId": "community.demo.bookai.draft-scene",
          "inputs": {"chapter": {"$output": "outline", "pointer": "/chapters/0"}, "minWords": 60},
          "script": s[2..6]},
-        {"nodeId": "review-1", "typeId": "community.bookai.review-chapter",
+        {"nodeId": "review-1", "typeId": "community.demo.bookai.review-chapter",
          "inputs": {"draft": {"$output": "draft-1"}},
          "script": s[6..7]},
     ])
@@ -348,7 +349,7 @@ fn the_single_file_form_survives_a_registry_install() {
         "packsDir": packs().single,
         "prefixes": PREFIXES,
         "install": true,
-        "steps": [{"nodeId": "review-1", "typeId": "community.bookai.review-chapter",
+        "steps": [{"nodeId": "review-1", "typeId": "community.demo.bookai.review-chapter",
                    "inputs": {"draft": {"number": 1, "scenes": []}},
                    "script": [{"content": "Fine.", "usage": {"outputTokens": 2}}]}],
     }));
@@ -365,7 +366,7 @@ fn malformed(answers: Value, config: Value) -> Value {
             {"nodeId": "bad", "typeId": "community.mybook.draft-scene",
              "inputs": {"premise": "p"}, "config": config, "hostAnswers": answers},
             // The same process then runs a node normally.
-            {"nodeId": "after", "typeId": "community.bookai.review-chapter",
+            {"nodeId": "after", "typeId": "community.demo.bookai.review-chapter",
              "inputs": {"draft": {"number": 1, "scenes": []}},
              "script": [{"content": "Fine.", "usage": {"outputTokens": 2}}]},
         ]),
@@ -379,7 +380,11 @@ fn a_result_without_data_fails_the_node_with_a_code() {
     let ok = json!({"usage": {"outputTokens": 1}, "finishReason": "stop", "model": "m"});
     let outcome = malformed(json!([{"result": ok}]), json!({}));
     assert_eq!(outcome["status"], "failure");
-    assert_eq!(outcome["error"]["code"], "node_failed", "{outcome:#}");
+    assert_eq!(
+        outcome["error"]["code"],
+        ErrorCode::NodeFailed.as_str(),
+        "{outcome:#}"
+    );
     assert!(
         outcome["error"]["message"]
             .as_str()
@@ -397,7 +402,8 @@ fn a_result_of_the_wrong_types_fails_the_node_with_protocol_error() {
         let outcome = malformed(json!([{"result": bad}]), json!({}));
         assert_eq!(outcome["status"], "failure");
         assert_eq!(
-            outcome["error"]["code"], "protocol_error",
+            outcome["error"]["code"],
+            ErrorCode::ProtocolError.as_str(),
             "{bad}: {outcome:#}"
         );
     }
@@ -408,7 +414,8 @@ fn a_thrown_non_error_fails_the_node_with_protocol_error() {
     for thrown in [json!("boom"), json!(42), json!({"no": "code"})] {
         let outcome = malformed(json!([{"throwValue": thrown}]), json!({}));
         assert_eq!(
-            outcome["error"]["code"], "protocol_error",
+            outcome["error"]["code"],
+            ErrorCode::ProtocolError.as_str(),
             "{thrown}: {outcome:#}"
         );
     }
@@ -421,7 +428,8 @@ fn a_host_error_keeps_its_code_behind_the_sdks() {
         json!({}),
     );
     assert_eq!(
-        outcome["error"]["code"], "upstream_unavailable",
+        outcome["error"]["code"],
+        ErrorCode::UpstreamUnavailable.as_str(),
         "{outcome:#}"
     );
     assert!(
@@ -435,7 +443,8 @@ fn a_call_that_never_settles_fails_at_the_nodes_timeout() {
     let started = std::time::Instant::now();
     let outcome = malformed(json!([{"hang": true}]), json!({"timeoutMs": 300}));
     assert_eq!(
-        outcome["error"]["code"], "upstream_unavailable",
+        outcome["error"]["code"],
+        ErrorCode::UpstreamUnavailable.as_str(),
         "{outcome:#}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
@@ -453,7 +462,8 @@ fn a_provider_from_the_node_configuration_wins_and_the_host_may_refuse_it() {
     // The node's configuration wins over the pack's default; the host refuses that provider.
     let outcome = &step(&report, "q")["outcome"];
     assert_eq!(
-        outcome["error"]["code"], "capability_not_provided",
+        outcome["error"]["code"],
+        ErrorCode::CapabilityNotProvided.as_str(),
         "{outcome:#}"
     );
     assert_eq!(step(&report, "q")["requests"], 0);

@@ -198,7 +198,7 @@ proptest! {
                 prop_assert!(sent.iter().all(|r| r.max_tokens <= 100));
             }
             let events = host.events(&run).await;
-            let usage_events: Vec<_> = events.iter().filter(|e| e.kind == kind::PROVIDER_USAGE).collect();
+            let usage_events: Vec<_> = events.iter().filter(|e| e.kind() == kind::PROVIDER_USAGE).collect();
             // What the provider reported, request by request (clamped to each request's budget).
             let served = &script[..sent.len().min(script.len())];
             let reported: Vec<u64> = served.iter().zip(&sent).filter(|(r, _)| r.usage)
@@ -214,7 +214,7 @@ proptest! {
                     prop_assert_eq!(a["usageComplete"].as_bool(), Some(served.iter().all(|r| r.usage)));
                 }
                 Err(_) => {
-                    let exhausted: Vec<_> = events.iter().filter(|e| e.kind == kind::RETRY_EXHAUSTED).collect();
+                    let exhausted: Vec<_> = events.iter().filter(|e| e.kind() == kind::RETRY_EXHAUSTED).collect();
                     if let Some(e) = exhausted.first() {
                         prop_assert_eq!(e.u64("totalAttempts"), Some(sent.len() as u64));
                     }

@@ -96,7 +96,7 @@ fn crash_child() {
                     ))
                     // Freeze between the provider's reply and the terminal write.
                     .observer(move |e| {
-                        if e.kind == kind::PROVIDER_USAGE {
+                        if e.kind() == kind::PROVIDER_USAGE {
                             mark(&marker);
                             loop {
                                 std::thread::sleep(Duration::from_secs(60));
@@ -260,7 +260,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
     let usage_events = |events: &[wop_sdk::wire::RunEvent]| {
         events
             .iter()
-            .filter(|e| e.kind == kind::PROVIDER_USAGE)
+            .filter(|e| e.kind() == kind::PROVIDER_USAGE)
             .count()
     };
     let before = usage_events(&wop_sdk::Host::events(&host, &run).await);

@@ -146,7 +146,7 @@ async fn a_failure_propagated_with_question_mark_ends_the_node_as_settled() {
     assert_eq!(diags.len(), 1);
     assert!(diags[0].settled, "propagating with `?` settles the failure");
     let events = host.events(&out.run_id).await;
-    assert_eq!(events.last().map(|e| e.kind.as_str()), Some("node.failed"));
+    assert_eq!(events.last().map(|e| e.kind()), Some("node.failed"));
 }
 
 // Settles explicitly and goes on.
@@ -335,7 +335,7 @@ async fn the_budget_refuses_the_call_that_could_overrun_and_never_one_that_fits(
     assert_eq!(out.budget.used, 5);
     assert_eq!(
         out.calls.last().map(|c| c.status.as_str()),
-        Some("budget_exhausted")
+        Some("wop-sdk.budget_exhausted")
     );
 }
 

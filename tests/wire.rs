@@ -198,17 +198,31 @@ fn v1_spellings_are_accepted_and_v2_written() {
         normalize_type("envelope.retry.exhausted"),
         "envelope.retry-exhausted"
     );
-    let e = RunEvent::from_json(
-        &json!({"type": "envelope.retry.exhausted", "payload": {"totalAttempts": 1}}),
-    )
+    let e = RunEvent::from_json(&json!({"type": "envelope.retry.exhausted",
+                "payload": {"nodeId": "n", "totalAttempts": 1, "finalReason": "parse-error"}}))
     .expect("v1 event");
     assert_eq!(
-        (e.kind.as_str(), e.u64("totalAttempts")),
+        (e.kind(), e.u64("totalAttempts")),
         ("envelope.retry-exhausted", Some(1))
     );
 }
 
 fn v2_doc() -> Value {
+    json!({ "protocolVersions": ["2.0"], "preferredVersion": "2.0",
+      "aiProviders": { "status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                       "providers": ["mock"], "callAccounting": {"attempts": true, "retryPolicy": true} },
+      "envelopes": { "status": "stable", "since": "2.0", "witness": "claims-check",
+                     "reliability": { "maxRetryAttempts": 3, "events": ["envelope.retry-exhausted", "envelope.refusal"],
+                                      "completion": {"distinguishesTruncation": true, "truncationBudgetMultiplier": 2} } },
+      "providerUsage": { "status": "stable", "since": "2.0", "witness": "witnessable-gated" },
+      "replay": { "status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                  "modes": ["replay"], "effectSeamsManifest": "/host/effect-seams" },
+      "limits": { "status": "stable", "since": "2.0", "witness": "witnessable-gated",
+                  "schemaRounds": 3, "clarificationRounds": 0, "envelopesPerTurn": 1 } })
+}
+
+/// The first reading of v2 (before the family records): presence advertises, short event names.
+fn draft_doc() -> Value {
     json!({ "aiProviders": { "providers": ["mock"], "callAccounting": {"attempts": true, "retryPolicy": true} },
       "envelopes": { "reliability": { "maxRetryAttempts": 3, "events": ["retry-exhausted", "refusal"],
                                       "completion": {"distinguishesTruncation": true, "truncationBudgetMultiplier": 2} } },
@@ -227,7 +241,9 @@ fn v1_doc() -> Value {
 fn a_v1_and_a_v2_document_negotiate_to_the_same_capabilities() {
     let v1 = CapabilityDocument::from_json(&v1_doc()).expect("v1");
     let v2 = CapabilityDocument::from_json(&v2_doc()).expect("v2");
+    let draft = CapabilityDocument::from_json(&draft_doc()).expect("draft");
     assert_eq!(v1, v2);
+    assert_eq!(draft, v2);
     assert_eq!(v2.to_json(), v2_doc(), "v2 is written back unchanged");
     let caps = Capabilities::negotiate(v1);
     assert!(caps.attempts().is_some() && caps.retry_policy().is_some());

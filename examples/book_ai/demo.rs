@@ -116,7 +116,7 @@ impl NodeRun {
         self.outcome
             .calls
             .iter()
-            .filter(|c| c.status == "budget_exhausted")
+            .filter(|c| c.status == wop_sdk::wire::ErrorCode::BudgetExhausted.as_str())
             .count()
     }
 }
@@ -397,8 +397,9 @@ impl fmt::Display for BookReport {
         writeln!(f, "\nCalls")?;
         for n in &self.nodes {
             for c in &n.outcome.calls {
+                let budget = wop_sdk::wire::ErrorCode::BudgetExhausted.as_str();
                 let what = match (c.requests, c.status.as_str()) {
-                    (None, "budget_exhausted") => {
+                    (None, status) if status == budget => {
                         "refused before dispatch (budget_exhausted): never sent".to_owned()
                     }
                     (None, status) => {

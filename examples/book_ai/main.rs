@@ -3,8 +3,8 @@
 //! ```text
 //! cargo run --example book_ai                      # the demo: estimate, progress, report
 //! cargo run --example book_ai -- manifest          # pack.json
-//! cargo run --example book_ai -- estimate --input-json '{"community.bookai.plan-outline": {...}}'
-//! cargo run --example book_ai -- run --node community.bookai.plan-outline --input brief.json --script s.json
+//! cargo run --example book_ai -- estimate --input-json '{"community.demo.bookai.plan-outline": {...}}'
+//! cargo run --example book_ai -- run --node community.demo.bookai.plan-outline --input brief.json --script s.json
 //! ```
 //!
 //! `pack.rs` holds the nodes (copy from it); `demo.rs` the demo run and its report;

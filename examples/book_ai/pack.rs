@@ -39,8 +39,8 @@ pub fn draft_plan_for(input: &DraftRequest) -> CallPlan {
 
 // ---------------------------------------------------------------------------------------------
 // Types. Every type that crosses the wire derives `JsonSchema`: node inputs and outputs become
-// `inputSchema`/`outputSchema` in pack.json, and a call's output type becomes its
-// `responseSchema`.
+// the schema files pack.json names (`inputSchemaRef`/`outputSchemaRef`), and a call's output type
+// becomes its `responseSchema`.
 // ---------------------------------------------------------------------------------------------
 
 /// What the author asks for.
@@ -151,7 +151,7 @@ pub struct Review {
 
 /// Plans the outline of a book from a brief.
 #[wop_node(
-    type_id = "community.bookai.plan-outline",
+    type_id = "community.demo.bookai.plan-outline",
     version = "0.1.0",
     label = "Plan outline",
     description = "Plans the chapters and scenes of a book from a brief.",
@@ -226,7 +226,7 @@ pub fn outline_plan(_input: &BookBrief) -> CallPlan {
 
 /// Drafts every scene of a chapter.
 #[wop_node(
-    type_id = "community.bookai.draft-scene",
+    type_id = "community.demo.bookai.draft-scene",
     version = "0.1.0",
     label = "Draft scenes",
     description = "Drafts each scene of a chapter, validated and repaired once.",
@@ -376,7 +376,7 @@ pub fn draft_plan(scenes: usize) -> CallPlan {
 
 /// Reviews a drafted chapter.
 #[wop_node(
-    type_id = "community.bookai.review-chapter",
+    type_id = "community.demo.bookai.review-chapter",
     version = "0.1.0",
     label = "Review chapter",
     description = "An editor's review of a drafted chapter.",
@@ -424,7 +424,7 @@ pub fn review_plan() -> CallPlan {
 // The pack: its name, version and nodes. `pack!` checks the name and version at compile time and
 // yields `pack()`, which `pack.json`, the estimate and the command line are built from.
 wop_sdk::pack! {
-    name = "community.bookai",
+    name = "community.demo.bookai",
     version = "0.1.0",
     nodes = [PlanOutline, DraftScene, ReviewChapter],
 }

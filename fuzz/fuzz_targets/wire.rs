@@ -23,5 +23,8 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(d) = CapabilityDocument::from_json(&v) {
         assert_eq!(CapabilityDocument::from_json(&d.to_json()), Ok(d));
     }
-    let _ = RunEvent::from_json(&v);
+    match RunEvent::from_json(&v) {
+        Ok(e) => assert_eq!(RunEvent::from_json(&e.to_json()), Ok(e)),
+        Err(e) => assert!(!e.field.is_empty()),
+    }
 });

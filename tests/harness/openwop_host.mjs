@@ -417,7 +417,7 @@ async function bench(registry, _host, b) {
   const answer = { data: { text: 'Mara Quill waited.' }, usage: { inputTokens: 1, outputTokens: 1 }, finishReason: 'stop', model: 'mock-1',
     attemptId: 'a-1', attempts: { count: 1, outputTokens: 1, usageComplete: true, structuredOutput: 'prompt' } };
   const callAI = async () => answer;
-  const rust = await registry.resolve('community.bookai.draft-scene');
+  const rust = await registry.resolve('community.demo.bookai.draft-scene');
   const pure = wrapNode(async (ctx) => {
     const scenes = [];
     for (const beat of ctx.inputs.chapter.scenes) {

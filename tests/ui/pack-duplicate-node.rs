@@ -5,6 +5,6 @@ async fn echo(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
     Ok(input)
 }
 
-pack! { name = "community.demo", version = "0.1.0", nodes = [Echo, Echo] }
+pack! { name = "community.demo.tools", version = "0.1.0", nodes = [Echo, Echo] }
 
 fn main() {}

@@ -5,6 +5,6 @@ async fn echo(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
     Ok(input)
 }
 
-pack! { name = "community.demo", version = "v0.1", nodes = [Echo] }
+pack! { name = "community.demo.tools", version = "v0.1", nodes = [Echo] }
 
 fn main() {}

@@ -19,35 +19,41 @@ pub(crate) struct RetryArgs {
     pub(crate) grow_max_tokens: Option<Lit<bool>>,
 }
 
-/// Declares a closed set of values spelled in source, with their runtime counterparts.
+/// Declares a closed set whose values live in `wop_sdk_rules::sets`, with their runtime
+/// counterparts (the enum `::wop_sdk::…::$path`).
 macro_rules! spelled {
-    ($(#[$m:meta])* $name:ident => $path:literal { $($variant:ident = $spelling:literal,)* }) => {
+    ($(#[$m:meta])* $name:ident => $path:literal, $set:path $(, $default:path)?) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub(crate) enum $name { $($variant,)* }
+        pub(crate) struct $name(&'static wop_sdk_rules::sets::Member);
 
         impl $name {
-            /// Every value, in documentation order.
-            pub(crate) const ALL: &[Self] = &[$(Self::$variant,)*];
+            $(
+            /// The value used when the argument is left out.
+            pub(crate) fn default_value() -> Self {
+                Self($default)
+            }
+            )?
 
             /// How the value is spelled in source.
+            #[cfg(test)]
             pub(crate) fn spelling(self) -> &'static str {
-                match self { $(Self::$variant => $spelling,)* }
+                self.0.spelling
             }
 
             /// The value a spelling names.
             pub(crate) fn parse(s: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.spelling() == s)
+                wop_sdk_rules::sets::find($set, s).map(Self)
             }
 
             /// The runtime path, relative to `::wop_sdk`.
             pub(crate) fn runtime(self) -> (&'static str, &'static str) {
-                match self { $(Self::$variant => ($path, stringify!($variant)),)* }
+                ($path, self.0.variant)
             }
 
             /// The valid spellings, for error messages: "`a`, `b`, `c`".
             pub(crate) fn list() -> String {
-                Self::ALL.iter().map(|v| format!("`{}`", v.spelling())).collect::<Vec<_>>().join(", ")
+                wop_sdk_rules::sets::list($set)
             }
         }
     };
@@ -55,33 +61,17 @@ macro_rules! spelled {
 
 spelled! {
     /// `category = "..."`: the manifest categories of pack.json v2.
-    CategoryKind => "Category" {
-        Chat = "chat",
-        Control = "control",
-        Data = "data",
-        Canvas = "canvas",
-        Coordination = "coordination",
-        Integration = "integration",
-    }
+    CategoryKind => "Category", wop_sdk_rules::sets::CATEGORIES, wop_sdk_rules::sets::DEFAULT_CATEGORY
 }
 
 spelled! {
     /// `role = "..."`.
-    RoleKind => "Role" {
-        Pure = "pure",
-        SideEffect = "side-effect",
-    }
+    RoleKind => "Role", wop_sdk_rules::sets::ROLES, wop_sdk_rules::sets::DEFAULT_ROLE
 }
 
 spelled! {
     /// `requires(...)`: host capabilities a node refuses to start without.
-    Cap => "Capability" {
-        AiProviders = "ai_providers",
-        Attempts = "attempts",
-        RetryPolicy = "retry_policy",
-        ProviderUsage = "provider_usage",
-        Replay = "replay",
-    }
+    Cap => "Capability", wop_sdk_rules::sets::CAPABILITIES
 }
 
 /// The arguments of `#[wop_node(...)]`.

@@ -188,7 +188,10 @@ fn integer(expr: &syn::Expr) -> Option<i128> {
 
 /// `max_attempts = N`: an integer literal in 1..=16.
 fn max_attempts(expr: &syn::Expr) -> syn::Result<Lit<u8>> {
-    let rule = "`max_attempts` must be an integer in 1..=16: a host refuses 0 and anything above 16 with `validation_error` (RFC 0248 §B.5) and clamps values above its own ceiling";
+    let rule = format!(
+        "`max_attempts` {}: a host refuses 0 and anything above 16 with `validation_error` (RFC 0248 §B.5) and clamps values above its own ceiling",
+        wop_sdk_rules::retry::ATTEMPTS_RULE
+    );
     let span = expr.span();
     let quoted = matches!(
         strip_group(expr),
@@ -197,8 +200,8 @@ fn max_attempts(expr: &syn::Expr) -> syn::Result<Lit<u8>> {
             ..
         })
     );
-    match integer(expr).map(u8::try_from) {
-        Some(Ok(n)) if (1..=16).contains(&n) => Ok(Lit { value: n, span }),
+    match integer(expr).and_then(wop_sdk_rules::retry::attempts) {
+        Some(n) => Ok(Lit { value: n, span }),
         _ if quoted => Err(syn::Error::new(
             span,
             format!("{rule}; write the number without quotes, e.g. `max_attempts = 3`"),
@@ -390,7 +393,7 @@ pub(crate) fn node_args(tokens: TokenStream, errors: &mut Errors) -> NodeArgs {
                 }
             };
         }
-        string_key!(type_id, "\"community.bookai.draft-scene\"");
+        string_key!(type_id, "\"community.demo.bookai.draft-scene\"");
         string_key!(version, "\"1.0.0\"");
         value_key!(category, "\"chat\"", category);
         value_key!(role, "\"side-effect\"", role);
@@ -458,9 +461,9 @@ pub(crate) fn pack_args(tokens: TokenStream, errors: &mut Errors) -> PackArgs {
             let k: pack_kw::name = input.parse()?;
             args.written.push("name");
             let v = string(
-                &value(input, "name", k.span, "\"community.bookai\"")?,
+                &value(input, "name", k.span, "\"community.demo.bookai\"")?,
                 "name",
-                "\"community.bookai\"",
+                "\"community.demo.bookai\"",
             )?;
             set_once(&mut args.name, v, "name", k.span, errors);
         } else if input.peek(pack_kw::version) {
@@ -561,7 +564,7 @@ mod tests {
         let mut errors = Errors::default();
         let args = node_args(
             quote!(
-                type_id = "community.bookai.draft-scene",
+                type_id = "community.demo.bookai.draft-scene",
                 version = "1.0.0",
                 category = "data",
                 role = "pure",
@@ -576,14 +579,17 @@ mod tests {
         assert!(errors.is_empty());
         assert_eq!(
             args.type_id.map(|l| l.value).as_deref(),
-            Some("community.bookai.draft-scene")
+            Some("community.demo.bookai.draft-scene")
         );
-        assert_eq!(args.category.map(|l| l.value), Some(CategoryKind::Data));
-        assert_eq!(args.role.map(|l| l.value), Some(RoleKind::Pure));
+        assert_eq!(args.category.map(|l| l.value.spelling()), Some("data"));
+        assert_eq!(args.role.map(|l| l.value.spelling()), Some("pure"));
         assert_eq!(args.max_calls.map(|l| l.value), Some(6));
         assert_eq!(
-            args.requires.iter().map(|c| c.value).collect::<Vec<_>>(),
-            [Cap::Attempts, Cap::Replay]
+            args.requires
+                .iter()
+                .map(|c| c.value.spelling())
+                .collect::<Vec<_>>(),
+            ["attempts", "replay"]
         );
         assert!(args.plan.is_some());
     }
@@ -619,7 +625,7 @@ mod tests {
         let mut errors = Errors::default();
         let args = pack_args(
             quote!(
-                name = "community.bookai",
+                name = "community.demo.bookai",
                 version = "0.1.0",
                 nodes = [A, b::B]
             ),

@@ -51,13 +51,13 @@ pub(crate) fn node(item: &syn::ItemFn, node: &Node) -> TokenStream {
     let category = runtime_variant(
         args.category
             .as_ref()
-            .map_or(crate::ast::CategoryKind::Chat, |l| l.value)
+            .map_or(crate::ast::CategoryKind::default_value(), |l| l.value)
             .runtime(),
     );
     let role = runtime_variant(
         args.role
             .as_ref()
-            .map_or(crate::ast::RoleKind::SideEffect, |l| l.value)
+            .map_or(crate::ast::RoleKind::default_value(), |l| l.value)
             .runtime(),
     );
     let label = option_str(args.label.as_ref().map(|l| l.value.as_str()));
@@ -191,7 +191,7 @@ mod tests {
         let mut errors = crate::errors::Errors::default();
         let args = crate::attr::node_args(
             quote!(
-                type_id = "community.bookai.draft-scene",
+                type_id = "community.demo.bookai.draft-scene",
                 version = "1.0.0",
                 requires(attempts)
             ),

@@ -20,6 +20,7 @@ use wop_sdk::wire::{ErrorCode, ErrorEnvelope};
 /// | `provider_not_supported`, `model_not_supported`, `model_not_allowed`, `provider_policy_denied`, `byok_required`, `byok_required_but_unresolved`, `host_capability_missing`, `unsupported_modality`, `capability_not_provided` | `capability_not_provided` |
 /// | `budget_exhausted`, `idempotency_key_mismatch`, `replay_source_missing`, `upstream_unavailable` | the same |
 /// | none (a thrown value without a string `code`), `protocol_error` | `protocol_error` |
+/// | another code of the SDK's, in either spelling (`wop-sdk.node_failed`, `node_failed`) | that code |
 /// | any other string | `upstream_unavailable` |
 pub fn map_host_error(host_code: Option<&str>, details: Option<&Value>) -> ErrorEnvelope {
     let Some(code) = host_code else {
@@ -80,10 +81,15 @@ pub fn map_host_error(host_code: Option<&str>, details: Option<&Value>) -> Error
             ErrorCode::UpstreamUnavailable,
             "the host's ctx.callAI did not settle within the node's timeout",
         ),
-        _ => (
-            ErrorCode::UpstreamUnavailable,
-            "the host could not get an answer from the provider",
-        ),
+        other => match ErrorCode::parse(other) {
+            // A host that speaks the SDK's codes (a wop-sdk host, or an RFC 0248 host's
+            // registered codes): taken as they are.
+            Some(code) => (code, "the host refused the call"),
+            None => (
+                ErrorCode::UpstreamUnavailable,
+                "the host could not get an answer from the provider",
+            ),
+        },
     };
     ErrorEnvelope::new(sdk, message).with_detail("hostCode", code)
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
-use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope, RunEvent};
+use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent};
 use wop_sdk::{AttemptKey, Host, RunId};
 
 /// The capability document assumed when the environment names none: the public openwop-app
@@ -320,14 +320,15 @@ impl Host for JsHost {
         payload: Value,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
+            // What the runtime emits is well formed; anything else is not an event to keep.
+            let Ok(event) = Event::from_emitted(kind, &payload) else {
+                return;
+            };
             let mut books = self.books();
-            let seq = books.events.len() as u64 + 1;
-            books.events.push(RunEvent {
-                seq,
-                run_id: run.as_str().to_owned(),
-                kind: kind.to_owned(),
-                payload,
-            });
+            let sequence = books.events.len() as u64;
+            books
+                .events
+                .push(RunEvent::now(run.as_str(), sequence, event));
         })
     }
 

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use wop_sdk::host::BoxFuture;
 use wop_sdk::manifest::Pack;
+use wop_sdk::wire::ErrorCode;
 
 #[derive(Default)]
 struct Calls {
@@ -111,8 +112,9 @@ fn done(outcome: &str) -> String {
 
 fn node_failed(message: &str) -> String {
     done(
-        &json!({"status": "failure", "error": {"code": "node_failed", "message": message}})
-            .to_string(),
+        &json!({"status": "failure",
+                "error": {"code": ErrorCode::NodeFailed.as_str(), "message": message}})
+        .to_string(),
     )
 }
 
@@ -256,7 +258,7 @@ mod tests {
         assert!(cancel(task));
         assert_eq!(
             parse(&resume(task, 1, "{}".to_owned()))["done"]["error"]["code"],
-            "node_failed"
+            ErrorCode::NodeFailed.as_str()
         );
     }
 }

@@ -94,14 +94,22 @@ impl Capabilities {
             .map_or(DEFAULT_CEILING, |r| r.max_retry_attempts)
     }
 
-    /// The truncation budget multiplier (default 2).
-    pub fn truncation_multiplier(&self) -> u32 {
+    /// The truncation budget multiplier as advertised (a number in 1..=8, default 2).
+    pub fn truncation_budget_multiplier(&self) -> f64 {
         self.document
             .reliability
             .as_ref()
-            .map_or(DEFAULT_TRUNCATION_MULTIPLIER, |r| {
+            .map_or(f64::from(DEFAULT_TRUNCATION_MULTIPLIER), |r| {
                 r.completion.truncation_budget_multiplier
             })
+    }
+
+    /// The truncation budget multiplier rounded up to a whole factor (default 2): an upper bound
+    /// for worst-case estimates (`1.5` counts as 2).
+    pub fn truncation_multiplier(&self) -> u32 {
+        let m = self.truncation_budget_multiplier().ceil();
+        // The document reader keeps the multiplier in 1..=8.
+        (1..=8u32).find(|n| f64::from(*n) >= m).unwrap_or(8)
     }
 
     /// Whether the host emits `provider.usage`.

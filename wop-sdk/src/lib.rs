@@ -90,7 +90,7 @@ pub use policy::{RetryPolicy, RetryReason};
 /// # #[derive(serde::Deserialize, schemars::JsonSchema)] pub struct DraftIn { scene: String }
 /// # #[derive(serde::Serialize, schemars::JsonSchema)] pub struct DraftOut { text: String }
 /// #[wop_node(
-///     type_id = "community.bookai.draft-scene",
+///     type_id = "community.demo.bookai.draft-scene",
 ///     version = "1.0.0",
 ///     category = "chat",          // default `chat`
 ///     role = "side-effect",       // default `side-effect`
@@ -109,8 +109,9 @@ pub use policy::{RetryPolicy, RetryReason};
 /// The node type is the fn's name in CamelCase (`draft_scene` → `DraftScene`), with the fn's
 /// visibility: it must not clash with a type of yours (a fn `title` returning a `Title` would).
 ///
-/// Required: `type_id` (OpenWOP grammar: `core|vendor|community|private|conformance` then at least
-/// two more lowercase dotted segments) and `version` (semver). `requires(...)` takes `ai_providers`,
+/// Required: `type_id` (the OpenWOP grammar: at least two dotted segments, each starting with a
+/// lowercase letter, e.g. `community.demo.bookai.draft-scene` or `core.ai.callPrompt`; see
+/// [`rules::grammar::type_id_problem`]) and `version` (semver). `requires(...)` takes `ai_providers`,
 /// `attempts`, `retry_policy`, `provider_usage`, `replay`; `plan = path` names a
 /// `fn(&Input) -> CallPlan` used for estimates. Every literal is checked at compile time.
 pub use wop_sdk_macros::wop_node;
@@ -130,12 +131,22 @@ pub use wop_sdk_macros::retry;
 ///
 /// ```rust,no_run
 /// # use wop_sdk::{NodeCtx, NodeError, wop_node};
-/// # #[wop_node(type_id = "community.bookai.review", version = "1.0.0")]
+/// # #[wop_node(type_id = "community.demo.bookai.review", version = "1.0.0")]
 /// # async fn review(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> { Ok(input) }
-/// wop_sdk::pack! { name = "community.bookai", version = "0.1.0", nodes = [Review] }
+/// wop_sdk::pack! { name = "community.demo.bookai", version = "0.1.0", nodes = [Review] }
 /// let manifest = pack().manifest(); // pack.json v2
 /// ```
 pub use wop_sdk_macros::pack;
+
+/// The OpenWOP v2 grammar, closed sets and bounds, shared with the macros: the compile errors of
+/// `#[wop_node]` and `pack!` and [`manifest::validate_manifest`] give the same reasons.
+///
+/// ```rust
+/// use wop_sdk::rules::grammar::{pack_name_problem, type_id_problem};
+/// assert_eq!(type_id_problem("core.ai.callPrompt"), None);
+/// assert!(pack_name_problem("community.bookai").is_some()); // needs `community.<author>.<pack>`
+/// ```
+pub use wop_sdk_rules as rules;
 
 /// What the macros' expansions use. Not part of the API.
 #[doc(hidden)]

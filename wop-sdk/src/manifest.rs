@@ -4,12 +4,15 @@
 //! ```rust,no_run
 //! use wop_sdk::manifest::{Pack, validate_manifest};
 //! # use wop_sdk::{NodeCtx, NodeError, wop_node};
-//! # #[wop_node(type_id = "community.bookai.review", version = "1.0.0")]
+//! # #[wop_node(type_id = "community.demo.bookai.review", version = "1.0.0")]
 //! # async fn review(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> { Ok(input) }
-//! let pack = Pack::new("community.bookai", "0.1.0").node(Review);
+//! let pack = Pack::new("community.demo.bookai", "0.1.0").node(Review);
 //! let json = pack.manifest();
 //! assert_eq!(validate_manifest(&json), Ok(()));
-//! assert!(pack.find("community.bookai.review").is_some());
+//! // schemas live in files the manifest names, relative to the pack folder
+//! let files = pack.schema_files();
+//! assert_eq!(files[0].0, "schemas/community.demo.bookai.review.input.json");
+//! assert!(pack.find("community.demo.bookai.review").is_some());
 //! ```
 
 use crate::caps::Capability;
@@ -17,23 +20,83 @@ use crate::node::{DynNode, Node};
 use crate::policy::RetryPolicy;
 use serde_json::{Map, Value, json};
 use std::fmt;
+use wop_sdk_rules::{grammar, sets};
 
 /// The `engines.openwop` range a v2 pack declares.
 pub const ENGINES_OPENWOP: &str = ">=2.0 <3.0.0";
-/// The categories pack.json v2 accepts.
-pub const CATEGORIES: [&str; 6] = [
-    "chat",
-    "control",
-    "data",
-    "canvas",
-    "coordination",
-    "integration",
+/// `runtime.language`: a production host loads the pack as JavaScript (the bridge's `index.mjs`
+/// loads the compiled nodes).
+pub const RUNTIME_LANGUAGE: &str = "javascript";
+/// `runtime.entry`: the file in the pack folder a host loads.
+pub const RUNTIME_ENTRY: &str = "index.mjs";
+/// The folder of the pack that holds the node schemas.
+pub const SCHEMA_DIR: &str = "schemas";
+
+/// The keys a pack.json v2 root may carry, besides extension keys.
+const ROOT_KEYS: &[&str] = &[
+    "kind",
+    "name",
+    "version",
+    "description",
+    "author",
+    "license",
+    "homepage",
+    "repository",
+    "keywords",
+    "engines",
+    "dependencies",
+    "peerDependencies",
+    "peerDependenciesMeta",
+    "nodes",
+    "agents",
+    "runtime",
+    "signing",
+    "connector",
+];
+/// The keys a pack.json v2 node may carry, besides extension keys (`x-…`).
+const NODE_KEYS: &[&str] = &[
+    "typeId",
+    "version",
+    "label",
+    "description",
+    "category",
+    "role",
+    "capabilities",
+    "configSchemaRef",
+    "inputSchemaRef",
+    "outputSchemaRef",
+    "outputs",
+    "envelopeContractRef",
+    "artifact",
+    "mcp",
+    "requiresSecrets",
+    "requiredCredentials",
+    "auth",
+    "requiredModelCapabilities",
+    "fallbackModel",
+];
+/// The keys of `runtime`.
+const RUNTIME_KEYS: &[&str] = &[
+    "language",
+    "entry",
+    "format",
+    "minRuntimeVersion",
+    "requires",
+    "mcpServer",
+];
+/// Our own node keys (extension keys: a host that does not know them ignores them).
+const X_MAX_CALLS: &str = "x-maxCalls";
+const X_RETRY: &str = "x-retry";
+/// What each key of the first manifests is called now.
+const RENAMED: &[(&str, &str)] = &[
+    ("inputSchema", "inputSchemaRef (a file)"),
+    ("outputSchema", "outputSchemaRef (a file)"),
+    ("configSchema", "configSchemaRef (a file)"),
+    ("maxCalls", X_MAX_CALLS),
+    ("retry", X_RETRY),
 ];
 /// The namespaces a pack name starts with.
-pub const NAMESPACES: [&str; 4] = ["core", "vendor", "community", "private"];
-/// The namespaces a node type id starts with: a pack's, or `conformance` for the conformance
-/// suite's fixtures.
-pub const TYPE_ID_NAMESPACES: [&str; 5] = ["core", "vendor", "community", "private", "conformance"];
+pub const NAMESPACES: &[&str] = wop_sdk_rules::sets::PACK_NAMESPACES;
 
 /// A pack: a name, a version and its nodes.
 pub struct Pack {
@@ -99,9 +162,13 @@ impl Pack {
 
     /// `pack.json` v2.
     ///
-    /// Every node calls a model, so a pack with nodes declares
-    /// `peerDependencies: {"aiProviders": "required"}`; when a node requires `attempts` or
-    /// `retry_policy`, `peerDependenciesMeta.aiProviders.facets` lists `callAccounting`.
+    /// `runtime` is `{"language": "javascript", "entry": "index.mjs", "format": "esm"}`: the
+    /// folder a production host mounts loads the nodes through that module. Each node names its
+    /// schemas by `inputSchemaRef` / `outputSchemaRef` (the files of [`Pack::schema_files`]);
+    /// its budget and retry policy are our own keys, `x-maxCalls` and `x-retry`. Every node
+    /// calls a model, so the pack declares `peerDependencies: {"aiProviders": "required"}`;
+    /// when a node requires `attempts` or `retry_policy`,
+    /// `peerDependenciesMeta.aiProviders.facets` lists `callAccounting` (RFC 0248 §C).
     pub fn manifest(&self) -> Value {
         let nodes: Vec<Value> = self.nodes.iter().map(|n| node_json(&**n)).collect();
         let mut m = Map::new();
@@ -111,7 +178,7 @@ impl Pack {
         m.insert("engines".into(), json!({"openwop": ENGINES_OPENWOP}));
         m.insert(
             "runtime".into(),
-            json!({"language": "rust", "entry": self.name}),
+            json!({"language": RUNTIME_LANGUAGE, "entry": RUNTIME_ENTRY, "format": "esm"}),
         );
         m.insert("nodes".into(), Value::Array(nodes));
         if !self.nodes.is_empty() {
@@ -134,6 +201,27 @@ impl Pack {
         }
         Value::Object(m)
     }
+
+    /// Every schema file the manifest names, as (path relative to the pack folder, schema), in
+    /// node order: `schemas/<typeId>.input.json` then `schemas/<typeId>.output.json`.
+    pub fn schema_files(&self) -> Vec<(String, Value)> {
+        self.nodes
+            .iter()
+            .flat_map(|n| {
+                let id = n.spec().type_id;
+                [
+                    (schema_path(id, "input"), n.input_schema()),
+                    (schema_path(id, "output"), n.output_schema()),
+                ]
+            })
+            .collect()
+    }
+}
+
+/// `schemas/<typeId>.<which>.json`. A type id holds only letters, digits, `.`, `_` and `-`, so
+/// the name is a safe file name on every platform.
+fn schema_path(type_id: &str, which: &str) -> String {
+    format!("{SCHEMA_DIR}/{type_id}.{which}.json")
 }
 
 fn node_json(node: &dyn DynNode) -> Value {
@@ -149,111 +237,136 @@ fn node_json(node: &dyn DynNode) -> Value {
     if let Some(description) = spec.description {
         m.insert("description".into(), json!(description));
     }
-    m.insert("inputSchema".into(), node.input_schema());
-    m.insert("outputSchema".into(), node.output_schema());
+    m.insert(
+        "inputSchemaRef".into(),
+        json!(schema_path(spec.type_id, "input")),
+    );
+    m.insert(
+        "outputSchemaRef".into(),
+        json!(schema_path(spec.type_id, "output")),
+    );
     if let Some(max_calls) = spec.max_calls {
-        m.insert("maxCalls".into(), json!(max_calls));
+        m.insert(X_MAX_CALLS.into(), json!(max_calls));
     }
-    // `to_wire` is `None` for the host default: no `retry` then.
+    // `to_wire` is `None` for the host default: no `x-retry` then.
     if let Some(retry) = spec.retry.to_wire() {
         m.insert(
-            "retry".into(),
+            X_RETRY.into(),
             serde_json::to_value(retry).unwrap_or(Value::Null),
         );
     }
     Value::Object(m)
 }
 
-fn segment_ok(s: &str) -> bool {
-    let mut bytes = s.bytes();
-    matches!(bytes.next(), Some(b'a'..=b'z' | b'0'..=b'9'))
-        && bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
-}
-
-fn dotted_ok(s: &str, min: usize, namespaces: &[&str]) -> bool {
-    let segments: Vec<&str> = s.split('.').collect();
-    namespaces.contains(&segments[0])
-        && segments.len() >= min
-        && segments.iter().all(|s| segment_ok(s))
-}
-
-/// Whether `name` is a pack name: a namespace then at least one more lowercase dotted segment.
+/// Whether `name` is a pack name: `namespace.owner.pack` (see
+/// [`rules::grammar::pack_name_problem`](wop_sdk_rules::grammar::pack_name_problem)).
 pub fn is_pack_name(name: &str) -> bool {
-    dotted_ok(name, 2, &NAMESPACES)
+    grammar::pack_name_problem(name).is_none()
 }
 
-/// Whether `id` is a node type id: a namespace then at least two more lowercase dotted segments.
+/// Whether `id` is a node type id (see
+/// [`rules::grammar::type_id_problem`](wop_sdk_rules::grammar::type_id_problem)).
 pub fn is_type_id(id: &str) -> bool {
-    dotted_ok(id, 3, &TYPE_ID_NAMESPACES)
-}
-
-fn numeric_ok(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'))
-}
-
-fn identifiers_ok(s: &str, numeric_rule: bool) -> bool {
-    s.split('.').all(|id| {
-        !id.is_empty()
-            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && (!numeric_rule || !id.bytes().all(|b| b.is_ascii_digit()) || numeric_ok(id))
-    })
+    grammar::type_id_problem(id).is_none()
 }
 
 /// Whether `v` is a semantic version `MAJOR.MINOR.PATCH[-pre][+build]`.
 pub fn is_semver(v: &str) -> bool {
-    let (rest, build) = v.split_once('+').map_or((v, None), |(r, b)| (r, Some(b)));
-    let (core, pre) = rest
-        .split_once('-')
-        .map_or((rest, None), |(c, p)| (c, Some(p)));
-    let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts.iter().all(|p| numeric_ok(p))
-        && pre.is_none_or(|p| identifiers_ok(p, true))
-        && build.is_none_or(|b| identifiers_ok(b, false))
+    grammar::semver_problem(v).is_none()
 }
 
-/// Checks `manifest` against the pack.json v2 rules; every broken rule is one line.
+fn unknown_keys(obj: &Map<String, Value>, at: &str, known: &[&str], errors: &mut Vec<String>) {
+    for key in obj.keys() {
+        if known.contains(&key.as_str()) || grammar::is_extension_key(key) {
+            continue;
+        }
+        let path = if at.is_empty() {
+            format!("`{key}`")
+        } else {
+            format!("`{at}.{key}`")
+        };
+        match RENAMED.iter().find(|(old, _)| old == key) {
+            Some((_, now)) => errors.push(format!(
+                "{path} is not a pack.json v2 key: v2 spells it `{now}`"
+            )),
+            None => errors.push(format!(
+                "{path} is not a pack.json v2 key: the object is closed; an own key takes an `x-`, `openwop-` or `vendor.` prefix"
+            )),
+        }
+    }
+}
+
+/// Whether `range` is an `engines.openwop` range with an upper bound: `>=2.0 <3.0.0`.
+fn engines_ok(range: &str) -> bool {
+    let Some((low, high)) = range.split_once(' ') else {
+        return false;
+    };
+    let numbers = |s: &str, max: usize| {
+        let parts: Vec<&str> = s.split('.').collect();
+        !parts.is_empty()
+            && parts.len() <= max
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    low.strip_prefix(">=").is_some_and(|l| numbers(l, 3))
+        && high
+            .strip_prefix('<')
+            .and_then(|h| h.strip_suffix(".0.0"))
+            .is_some_and(|h| numbers(h, 1))
+}
+
+/// Checks `manifest` against the pack.json v2 rules; every broken rule is one line naming the
+/// field. The grammar messages are the ones the macros give at compile time.
 pub fn validate_manifest(manifest: &Value) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
+    let Some(root) = manifest.as_object() else {
+        return Err(vec!["a manifest must be a JSON object".to_owned()]);
+    };
+    unknown_keys(root, "", ROOT_KEYS, &mut errors);
     let str_at = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
     match str_at(manifest, "name") {
-        Some(name) if is_pack_name(&name) => {}
-        Some(name) => errors.push(format!(
-            "`name` `{name}` must be a namespace (core|vendor|community|private) then lowercase dotted segments"
-        )),
+        Some(name) => {
+            if let Some(problem) = grammar::pack_name_problem(&name) {
+                errors.push(format!(
+                    "`name` `{name}` breaks the OpenWOP pack name grammar: {problem}"
+                ));
+            }
+        }
         None => errors.push("`name` is required (a string)".to_owned()),
     }
     match str_at(manifest, "version") {
-        Some(v) if is_semver(&v) => {}
-        Some(v) => errors.push(format!("`version` `{v}` is not semver")),
+        Some(v) => {
+            if let Some(problem) = grammar::semver_problem(&v) {
+                errors.push(format!(
+                    "`version` `{v}` is not a semantic version: {problem}"
+                ));
+            }
+        }
         None => errors.push("`version` is required (a string)".to_owned()),
     }
     if manifest.get("kind") != Some(&json!("node")) {
         errors.push("`kind` must be `\"node\"`".to_owned());
     }
-    if manifest.pointer("/engines/openwop") != Some(&json!(ENGINES_OPENWOP)) {
-        errors.push(format!("`engines.openwop` must be `{ENGINES_OPENWOP}`"));
+    match manifest.pointer("/engines/openwop").and_then(Value::as_str) {
+        Some(range) if engines_ok(range) => {}
+        _ => errors.push(format!(
+            "`engines.openwop` must be a range with an upper bound, like `{ENGINES_OPENWOP}`"
+        )),
     }
-    for key in ["language", "entry"] {
-        if manifest
-            .pointer(&format!("/runtime/{key}"))
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            errors.push(format!("`runtime.{key}` is required (a non-empty string)"));
-        }
-    }
+    validate_runtime(manifest.get("runtime"), &mut errors);
     let nodes = manifest.get("nodes").and_then(Value::as_array);
     match nodes {
         None => errors.push("`nodes` is required (an array)".to_owned()),
+        Some(nodes) if nodes.is_empty() => {
+            errors.push("`nodes` is empty: a node pack declares at least one node".to_owned())
+        }
         Some(nodes) => {
             let mut seen = Vec::new();
             for (i, node) in nodes.iter().enumerate() {
                 validate_node(i, node, &mut seen, &mut errors);
             }
-            if !nodes.is_empty()
-                && manifest.pointer("/peerDependencies/aiProviders") != Some(&json!("required"))
-            {
+            if manifest.pointer("/peerDependencies/aiProviders") != Some(&json!("required")) {
                 errors.push(
                     "`peerDependencies.aiProviders` must be `\"required\"`: the nodes call models"
                         .to_owned(),
@@ -261,19 +374,95 @@ pub fn validate_manifest(manifest: &Value) -> Result<(), Vec<String>> {
             }
         }
     }
-    if let Some(facets) = manifest.pointer("/peerDependenciesMeta/aiProviders/facets")
-        && !facets
-            .as_array()
-            .is_some_and(|f| f.iter().all(Value::is_string))
+    if let Some(peers) = manifest.get("peerDependencies")
+        && !peers
+            .as_object()
+            .is_some_and(|p| p.values().all(Value::is_string))
     {
-        errors.push(
-            "`peerDependenciesMeta.aiProviders.facets` must be an array of strings".to_owned(),
-        );
+        errors.push("`peerDependencies` must map each capability family to a string".to_owned());
     }
+    validate_peer_meta(manifest.get("peerDependenciesMeta"), &mut errors);
     if errors.is_empty() {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+fn validate_runtime(runtime: Option<&Value>, errors: &mut Vec<String>) {
+    let Some(rt) = runtime.and_then(Value::as_object) else {
+        errors.push("`runtime` is required: `{language, entry}`".to_owned());
+        return;
+    };
+    unknown_keys(rt, "runtime", RUNTIME_KEYS, errors);
+    match rt.get("language").and_then(Value::as_str) {
+        Some(l) if sets::RUNTIME_LANGUAGES.contains(&l) => {}
+        _ => errors.push(format!(
+            "`runtime.language` must be one of {}",
+            sets::quoted(sets::RUNTIME_LANGUAGES.iter().copied())
+        )),
+    }
+    if rt
+        .get("entry")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        errors.push(
+            "`runtime.entry` is required: the file in the pack a host loads, e.g. `index.mjs`"
+                .to_owned(),
+        );
+    }
+}
+
+fn validate_peer_meta(meta: Option<&Value>, errors: &mut Vec<String>) {
+    let Some(meta) = meta else { return };
+    let Some(meta) = meta.as_object() else {
+        errors.push("`peerDependenciesMeta` must be an object".to_owned());
+        return;
+    };
+    for (family, entry) in meta {
+        let at = format!("peerDependenciesMeta.{family}");
+        let Some(entry) = entry.as_object() else {
+            errors.push(format!("`{at}` must be an object"));
+            continue;
+        };
+        for key in entry.keys() {
+            if key != "optional" && key != "facets" {
+                errors.push(format!(
+                    "`{at}.{key}` is not allowed: an entry holds only `optional` and `facets`"
+                ));
+            }
+        }
+        if entry.get("optional").is_some_and(|o| !o.is_boolean()) {
+            errors.push(format!("`{at}.optional` must be a boolean"));
+        }
+        let Some(facets) = entry.get("facets") else {
+            continue;
+        };
+        let Some(facets) = facets.as_array().filter(|f| !f.is_empty()) else {
+            errors.push(format!(
+                "`{at}.facets` must be a non-empty array of facet names"
+            ));
+            continue;
+        };
+        let declared: &[&str] = if family == "aiProviders" {
+            sets::AI_PROVIDER_FACETS
+        } else {
+            &[]
+        };
+        for (i, facet) in facets.iter().enumerate() {
+            let Some(facet) = facet.as_str() else {
+                errors.push(format!("`{at}.facets[{i}]` must be a string"));
+                continue;
+            };
+            if facets[..i].iter().any(|f| f.as_str() == Some(facet)) {
+                errors.push(format!("`{at}.facets[{i}]` `{facet}` is listed twice"));
+            } else if family == "aiProviders"
+                && let Some(problem) = grammar::facet_problem(facet, declared)
+            {
+                errors.push(format!("`{at}.facets[{i}]` `{facet}`: {problem}"));
+            }
+        }
     }
 }
 
@@ -283,9 +472,11 @@ fn validate_node(i: usize, node: &Value, seen: &mut Vec<String>, errors: &mut Ve
         errors.push(format!("`{at}` must be an object"));
         return;
     };
+    unknown_keys(obj, &at, NODE_KEYS, errors);
     match obj.get("typeId").and_then(Value::as_str) {
         Some(id) if !is_type_id(id) => errors.push(format!(
-            "`{at}.typeId` `{id}` must be a namespace then at least two lowercase dotted segments"
+            "`{at}.typeId` `{id}` breaks the OpenWOP type id grammar: {}",
+            grammar::type_id_problem(id).unwrap_or_default()
         )),
         Some(id) if seen.iter().any(|s| s == id) => {
             errors.push(format!("`{at}.typeId` `{id}` is declared twice"));
@@ -298,10 +489,10 @@ fn validate_node(i: usize, node: &Value, seen: &mut Vec<String>, errors: &mut Ve
         _ => errors.push(format!("`{at}.version` must be semver")),
     }
     match obj.get("category").and_then(Value::as_str) {
-        Some(c) if CATEGORIES.contains(&c) => {}
+        Some(c) if sets::find_wire(sets::CATEGORIES, c).is_some() => {}
         _ => errors.push(format!(
             "`{at}.category` must be one of {}",
-            CATEGORIES.join(", ")
+            sets::list_wire(sets::CATEGORIES)
         )),
     }
     if obj
@@ -311,28 +502,30 @@ fn validate_node(i: usize, node: &Value, seen: &mut Vec<String>, errors: &mut Ve
     {
         errors.push(format!("`{at}.role` is required (a non-empty string)"));
     }
-    for key in ["inputSchema", "outputSchema", "configSchema"] {
+    for key in ["inputSchemaRef", "outputSchemaRef", "configSchemaRef"] {
         if obj
             .get(key)
-            .is_some_and(|s| !s.is_object() && !s.is_boolean())
+            .is_some_and(|s| s.as_str().is_none_or(str::is_empty))
         {
             errors.push(format!(
-                "`{at}.{key}` must be a JSON Schema (object or bool)"
+                "`{at}.{key}` must be a path inside the pack (a non-empty string)"
             ));
         }
     }
     if obj
-        .get("maxCalls")
+        .get(X_MAX_CALLS)
         .is_some_and(|m| m.as_u64().is_none_or(|m| m == 0))
     {
-        errors.push(format!("`{at}.maxCalls` must be an integer of at least 1"));
+        errors.push(format!(
+            "`{at}.{X_MAX_CALLS}` must be an integer of at least 1"
+        ));
     }
     if obj
-        .get("retry")
+        .get(X_RETRY)
         .is_some_and(|r| RetryPolicy::from_json(r).is_err())
     {
         errors.push(format!(
-            "`{at}.retry` must be `{{maxAttempts?: 1..16, growMaxTokens?: bool}}`"
+            "`{at}.{X_RETRY}` must be `{{maxAttempts?: 1..16, growMaxTokens?: bool}}`"
         ));
     }
 }
@@ -343,11 +536,14 @@ mod tests {
 
     #[test]
     fn grammars() {
-        assert!(is_pack_name("community.bookai"));
+        assert!(is_pack_name("community.demo.bookai"));
+        assert!(!is_pack_name("community.bookai"));
         assert!(!is_pack_name("bookai"));
-        assert!(!is_pack_name("acme.bookai"));
-        assert!(is_type_id("community.bookai.draft-scene"));
-        assert!(!is_type_id("community.bookai"));
+        assert!(!is_pack_name("acme.x.bookai"));
+        assert!(is_type_id("community.demo.bookai.draft-scene"));
+        assert!(is_type_id("core.ai.callPrompt"));
+        assert!(is_type_id("vendor.acme.my_tools.echo"));
+        assert!(!is_type_id("community.2fa.verify"));
         assert!(!is_type_id("community.Bookai.x"));
         assert!(is_semver("1.0.0-rc.1+b.2"));
         assert!(!is_semver("1.0"));
@@ -355,10 +551,69 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_pack_is_valid_and_needs_no_providers() {
-        let m = Pack::new("community.empty", "0.1.0").manifest();
-        assert_eq!(validate_manifest(&m), Ok(()));
+    fn runtime_enums_are_the_shared_sets() {
+        use crate::node::{Category, Role};
+        fn same<T: fmt::Debug + Copy>(
+            all: &[T],
+            wire: fn(T) -> &'static str,
+            set: &[sets::Member],
+        ) {
+            assert_eq!(all.len(), set.len());
+            for (v, m) in all.iter().zip(set) {
+                assert_eq!((wire(*v), format!("{v:?}")), (m.wire, m.variant.to_owned()));
+            }
+        }
+        use Category as C;
+        same(
+            &[
+                C::Chat,
+                C::Control,
+                C::Data,
+                C::Canvas,
+                C::Coordination,
+                C::Integration,
+            ],
+            C::as_str,
+            sets::CATEGORIES,
+        );
+        same(&[Role::Pure, Role::SideEffect], Role::as_str, sets::ROLES);
+        use Capability as K;
+        same(
+            &[
+                K::AiProviders,
+                K::Attempts,
+                K::RetryPolicy,
+                K::ProviderUsage,
+                K::Replay,
+            ],
+            K::name,
+            sets::CAPABILITIES,
+        );
+    }
+
+    #[test]
+    fn an_empty_pack_is_refused() {
+        let m = Pack::new("community.demo.empty", "0.1.0").manifest();
+        let errors = validate_manifest(&m).err().unwrap_or_default();
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        assert!(errors[0].contains("at least one node"));
         assert!(m.get("peerDependencies").is_none());
+    }
+
+    #[test]
+    fn old_node_keys_are_named_with_their_v2_spelling() {
+        let m = json!({"name": "community.demo.x", "version": "1.0.0", "kind": "node",
+            "engines": {"openwop": ENGINES_OPENWOP},
+            "runtime": {"language": "javascript", "entry": "index.mjs"},
+            "peerDependencies": {"aiProviders": "required"},
+            "nodes": [{"typeId": "community.demo.x.y", "version": "1.0.0", "category": "chat",
+                "role": "pure", "inputSchema": {}, "maxCalls": 2, "x-maxCalls": 2}]});
+        let errors = validate_manifest(&m).err().unwrap_or_default();
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(
+            errors[0].contains("`nodes[0].inputSchema`") && errors[0].contains("inputSchemaRef")
+        );
+        assert!(errors[1].contains("`nodes[0].maxCalls`") && errors[1].contains("x-maxCalls"));
     }
 
     #[test]
@@ -367,6 +622,7 @@ mod tests {
             {"typeId": "x", "version": "1.0.0", "category": "chatty", "role": "pure"}
         ]});
         let errors = validate_manifest(&m).err().unwrap_or_default();
-        assert_eq!(errors.len(), 9, "{errors:#?}");
+        // name, version, kind, engines, runtime, typeId, category, peerDependencies
+        assert_eq!(errors.len(), 8, "{errors:#?}");
     }
 }

@@ -11,9 +11,9 @@ use serde_json::Value;
 use std::fmt;
 
 /// The smallest `maxAttempts` a host accepts.
-pub const MIN_ATTEMPTS: u8 = 1;
+pub const MIN_ATTEMPTS: u8 = wop_sdk_rules::retry::MIN_ATTEMPTS;
 /// The largest `maxAttempts` a host accepts (RFC 0248 §B).
-pub const MAX_ATTEMPTS: u8 = 16;
+pub const MAX_ATTEMPTS: u8 = wop_sdk_rules::retry::MAX_ATTEMPTS;
 
 /// How many provider requests one call may make, and whether a truncation retry may grow the
 /// output budget.
@@ -48,14 +48,15 @@ impl RetryPolicy {
     /// A policy from runtime data. Refuses what a host refuses, with the same `validation_error`
     /// naming `retry.maxAttempts`.
     pub fn try_new(max_attempts: i64, grow_max_tokens: bool) -> Result<Self, WireError> {
-        match u8::try_from(max_attempts) {
-            Ok(n) if (MIN_ATTEMPTS..=MAX_ATTEMPTS).contains(&n) => Ok(Self {
+        let n = i128::from(max_attempts);
+        match wop_sdk_rules::retry::attempts(n) {
+            Some(n) => Ok(Self {
                 max_attempts: Some(n),
                 grow_max_tokens,
             }),
-            _ => Err(WireError::validation(
+            None => Err(WireError::validation(
                 "retry.maxAttempts",
-                format!("must be an integer in 1..=16, got {max_attempts}"),
+                wop_sdk_rules::retry::attempts_problem(n).unwrap_or_default(),
             )),
         }
     }
@@ -148,7 +149,7 @@ pub enum RetryReason {
 }
 
 impl RetryReason {
-    /// Every reason, in wire order.
+    /// Every reason, in wire order (the order of `wop_sdk::rules::sets::RETRY_REASONS`).
     pub const ALL: [Self; 5] = [
         Self::InvalidOutput,
         Self::ToolValidationFailed,
@@ -227,5 +228,7 @@ mod tests {
             );
         }
         assert_eq!(RetryReason::parse("because"), None);
+        let spelled: Vec<&str> = RetryReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(spelled, wop_sdk_rules::sets::RETRY_REASONS);
     }
 }

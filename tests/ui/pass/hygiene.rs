@@ -54,7 +54,7 @@ fn plan(_: &::std::string::String) -> wop_sdk::CallPlan {
 
 const POLICY: wop_sdk::RetryPolicy = wop_sdk::retry!(grow_max_tokens = false);
 
-wop_sdk::pack! { name = "community.hygiene", version = "1.0.0", nodes = [Echo] }
+wop_sdk::pack! { name = "community.demo.hygiene", version = "1.0.0", nodes = [Echo] }
 
 fn main() {
     let _ = POLICY;

@@ -36,7 +36,7 @@ async fn shout(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
     Ok(input.to_uppercase())
 }
 
-pack! { name = "community.lints", version = "1.0.0", nodes = [Echo, Shout] }
+pack! { name = "community.demo.lints", version = "1.0.0", nodes = [Echo, Shout] }
 
 fn main() {
     let policy = retry!(max_attempts = 3);

@@ -21,7 +21,7 @@ fn unused_plan(_: &DraftIn) -> CallPlan {
 }
 
 #[wop_node(
-    type_id = "community.bookai.draft-scene",
+    type_id = "community.demo.bookai.draft-scene",
     version = "1.0.0-rc.1+build.7",
     category = "integration",
     role = "pure",
@@ -41,7 +41,7 @@ pub async fn draft_scene(ctx: &NodeCtx<'_>, input: DraftIn) -> Result<DraftOut, 
 
 fn main() {
     let spec = DraftScene::SPEC;
-    assert_eq!(spec.type_id, "community.bookai.draft-scene");
+    assert_eq!(spec.type_id, "community.demo.bookai.draft-scene");
     assert_eq!(spec.version, "1.0.0-rc.1+build.7");
     assert_eq!(spec.category, Category::Integration);
     assert_eq!(spec.role, Role::Pure);

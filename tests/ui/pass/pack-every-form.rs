@@ -15,7 +15,7 @@ mod nodes {
 use nodes::Count;
 
 wop_sdk::pack! {
-    name = "community.demo",
+    name = "community.demo.tools",
     version = "0.1.0",
     nodes = [nodes::Echo, Count],
 }

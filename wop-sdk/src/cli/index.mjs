@@ -22,6 +22,7 @@ const TYPE_IDS = __TYPE_IDS__;
 const DEFAULTS = __DEFAULTS__;
 const ABI = __ABI__;
 const ADDON = __ADDON__;
+const NODE_FAILED = __NODE_FAILED__;
 
 class WopNodeError extends Error {
   constructor(code, message, details) {
@@ -41,14 +42,14 @@ function sha256(bytes) {
 function embeddedAddon() {
   const bytes = Buffer.from(ADDON.base64, 'base64');
   if (sha256(bytes) !== ADDON.sha256) {
-    throw new WopNodeError('node_failed', `${ADDON.name}: the embedded addon is corrupt (sha256 mismatch)`);
+    throw new WopNodeError(NODE_FAILED, `${ADDON.name}: the embedded addon is corrupt (sha256 mismatch)`);
   }
   const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
   const dir = join(process.env.WOP_SDK_ADDON_DIR ?? tmpdir(), `wop-sdk-addons-${uid}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);
   if (!st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
-    throw new WopNodeError('node_failed', `${dir}: not a private directory of this user; refusing to load an addon from it`);
+    throw new WopNodeError(NODE_FAILED, `${dir}: not a private directory of this user; refusing to load an addon from it`);
   }
   const path = join(dir, `${ADDON.sha256}.node`);
   if (existsSync(path) && sha256(readFileSync(path)) === ADDON.sha256) return path;
@@ -62,13 +63,13 @@ function embeddedAddon() {
 const require = createRequire(import.meta.url);
 const addon = require(ADDON.file ? join(dirname(fileURLToPath(import.meta.url)), ADDON.file) : embeddedAddon());
 if (typeof addon.wopAbi !== 'function' || addon.wopAbi() !== ABI) {
-  throw new WopNodeError('node_failed', `the addon of __PACK__ speaks another bridge ABI than ${ABI}: rebuild it and run \`pack\` again`);
+  throw new WopNodeError(NODE_FAILED, `the addon of __PACK__ speaks another bridge ABI than ${ABI}: rebuild it and run \`pack\` again`);
 }
 {
   const offered = new Set(JSON.parse(addon.wopManifests()).flatMap((p) => (p.nodes ?? []).map((n) => n.typeId)));
   const missing = TYPE_IDS.filter((t) => !offered.has(t));
   if (missing.length > 0) {
-    throw new WopNodeError('node_failed', `the addon does not export ${missing.join(', ')}: it was built from another pack`);
+    throw new WopNodeError(NODE_FAILED, `the addon does not export ${missing.join(', ')}: it was built from another pack`);
   }
 }
 
@@ -172,13 +173,13 @@ async function run(typeId, ctx) {
     task = undefined;
     answer = step.done;
   } catch (e) {
-    throw new WopNodeError('node_failed', `${typeId} could not run in its addon: ${describe(e).message}`);
+    throw new WopNodeError(NODE_FAILED, `${typeId} could not run in its addon: ${describe(e).message}`);
   } finally {
     if (task !== undefined) addon.wopCancel(task);
   }
   if (answer.status === 'success') return { status: 'success', outputs: answer.outputs };
   const error = answer.error ?? {};
-  throw new WopNodeError(typeof error.code === 'string' ? error.code : 'node_failed', error.message ?? 'the node failed', error.details);
+  throw new WopNodeError(typeof error.code === 'string' ? error.code : NODE_FAILED, error.message ?? 'the node failed', error.details);
 }
 
 export const nodes = Object.fromEntries(TYPE_IDS.map((typeId) => [typeId, (ctx) => run(typeId, ctx)]));

@@ -27,7 +27,7 @@
 //!
 //! ```rust,no_run
 //! fn main() -> std::process::ExitCode {
-//!     let pack = wop_sdk::manifest::Pack::new("community.example", "0.1.0"); // .node(MyNode) … or `pack!`
+//!     let pack = wop_sdk::manifest::Pack::new("community.demo.example", "0.1.0"); // .node(MyNode) … or `pack!`
 //!     wop_sdk::cli::main(pack)
 //! }
 //! ```
@@ -554,7 +554,7 @@ async fn events(
     } else {
         events
             .iter()
-            .try_for_each(|e| writeln!(out, "{:>4} {:<32} {}", e.seq, e.kind, e.payload))
+            .try_for_each(|e| writeln!(out, "{:>4} {:<32} {}", e.sequence, e.kind(), e.payload()))
     };
     written.map_err(|e| CliError::failed(format!("cannot write: {e}")))
 }

@@ -64,40 +64,10 @@ pub struct PackOptions {
     pub timeout_ms: u64,
 }
 
-/// `pack.json` and its schema files, for the JavaScript runtime.
-///
-/// The v2 shape with the schemas as files is `manifest::Pack::manifest()` /
-/// `Pack::schema_files()` once the manifest speaks v2 (issue 15); until then this converts the
-/// manifest here.
+/// `pack.json` (v2: `runtime {language: "javascript", entry: "index.mjs"}`, schemas by
+/// reference) and its schema files.
 fn manifest_and_schemas(pack: &Pack) -> (Value, Vec<(String, Value)>) {
-    let mut manifest = pack.manifest();
-    let mut files = Vec::new();
-    manifest["runtime"] = json!({"language": "javascript", "entry": "index.mjs"});
-    if let Some(nodes) = manifest.get_mut("nodes").and_then(Value::as_array_mut) {
-        for node in nodes.iter_mut() {
-            let Some(obj) = node.as_object_mut() else {
-                continue;
-            };
-            let type_id = obj
-                .get("typeId")
-                .and_then(Value::as_str)
-                .unwrap_or("node")
-                .to_owned();
-            for (key, side) in [("inputSchema", "input"), ("outputSchema", "output")] {
-                if let Some(schema) = obj.remove(key) {
-                    let path = format!("schemas/{type_id}.{side}.json");
-                    obj.insert(format!("{side}SchemaRef"), json!(path));
-                    files.push((path, schema));
-                }
-            }
-            for key in ["maxCalls", "retry"] {
-                if let Some(v) = obj.remove(key) {
-                    obj.insert(format!("x-{key}"), v);
-                }
-            }
-        }
-    }
-    (manifest, files)
+    (pack.manifest(), pack.schema_files())
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
@@ -194,7 +164,11 @@ pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, CliErro
         .replace("__TYPE_IDS__", &json!(pack.type_ids()).to_string())
         .replace("__DEFAULTS__", &defaults.to_string())
         .replace("__ABI__", &BRIDGE_ABI.to_string())
-        .replace("__ADDON__", &addon_js);
+        .replace("__ADDON__", &addon_js)
+        .replace(
+            "__NODE_FAILED__",
+            &js_string(crate::wire::ErrorCode::NodeFailed.as_str()),
+        );
     write(&dir.join("index.mjs"), index.as_bytes())?;
     Ok(dir)
 }
@@ -215,14 +189,12 @@ mod tests {
     }
 
     #[test]
-    fn schemas_become_files_and_own_keys_are_prefixed() {
+    fn the_manifest_loads_index_mjs_and_every_schema_ref_is_a_written_file() {
         let pack =
             Pack::new("community.example.empty", "0.1.0").node(crate::conformance::EchoAttempts);
         let (m, files) = manifest_and_schemas(&pack);
-        assert_eq!(
-            m["runtime"],
-            json!({"language": "javascript", "entry": "index.mjs"})
-        );
+        assert_eq!(m["runtime"]["language"], "javascript");
+        assert_eq!(m["runtime"]["entry"], "index.mjs", "the file `pack` writes");
         let node = &m["nodes"][0];
         assert!(node.get("inputSchema").is_none());
         let input_ref = node["inputSchemaRef"].as_str().unwrap_or("");

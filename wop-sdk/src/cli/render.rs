@@ -2,8 +2,7 @@
 
 use crate::budget::Estimate;
 use crate::node::NodeOutcome;
-use crate::wire::{RunEvent, kind};
-use serde_json::Value;
+use crate::wire::{Event, RunEvent};
 use std::io::Write;
 
 pub(super) fn render_outcome(o: &NodeOutcome, out: &mut dyn Write) -> std::io::Result<()> {
@@ -53,39 +52,30 @@ pub(super) fn render_outcome(o: &NodeOutcome, out: &mut dyn Write) -> std::io::R
 /// A provider request that reported no usage emits no `provider.usage`, so it has no line of
 /// its own; the call's `attempts` still count it.
 pub fn progress_line(e: &RunEvent) -> Option<String> {
-    let p = &e.payload;
-    let node = p.get("nodeId").and_then(Value::as_str).unwrap_or("?");
-    let num = |k: &str| p.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
-    Some(match e.kind.as_str() {
-        kind::NODE_STARTED => format!("{node}: started ({})", text("typeId")),
-        kind::PROVIDER_USAGE => format!(
-            "{node}: provider request answered, {} output tokens",
-            num("outputTokens")
+    Some(match &e.event {
+        Event::NodeStarted(s) => format!("{}: started ({})", s.node_id, s.type_id),
+        Event::ProviderUsage(u) => format!(
+            "{}: provider request answered, {} output tokens",
+            u.node_id.as_deref().unwrap_or("?"),
+            u.output_tokens
         ),
-        kind::TRUNCATED => format!(
-            "{node}: reply truncated at {} output tokens",
-            num("outputTokenCount")
+        Event::Truncated(t) => format!(
+            "{}: reply truncated at {} output tokens",
+            t.node_id,
+            t.output_token_count.unwrap_or(0)
         ),
-        kind::RETRY_ATTEMPTED => format!(
-            "{node}: host retry, attempt {} ({})",
-            num("attempt"),
-            text("reason")
+        Event::RetryAttempted(r) => format!(
+            "{}: host retry, attempt {} ({})",
+            r.node_id, r.attempt, r.reason
         ),
-        kind::RETRY_EXHAUSTED => format!(
-            "{node}: host retries exhausted after {} attempts ({})",
-            num("totalAttempts"),
-            text("finalReason")
+        Event::RetryExhausted(r) => format!(
+            "{}: host retries exhausted after {} attempts ({})",
+            r.node_id, r.total_attempts, r.final_reason
         ),
-        kind::REFUSAL => format!("{node}: the provider refused"),
-        kind::NL_TO_FORMAT_ENGAGED => format!("{node}: natural-language fallback engaged"),
-        kind::NODE_COMPLETED => format!("{node}: completed"),
-        kind::NODE_FAILED => format!(
-            "{node}: failed ({})",
-            p.pointer("/error/error")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-        ),
+        Event::Refusal(r) => format!("{}: the provider refused", r.node_id),
+        Event::NlToFormatEngaged(n) => format!("{}: natural-language fallback engaged", n.node_id),
+        Event::NodeCompleted(c) => format!("{}: completed", c.node_id),
+        Event::NodeFailed(f) => format!("{}: failed ({})", f.node_id, f.error.code),
         _ => return None,
     })
 }

@@ -69,7 +69,7 @@ fn invalid_json_names_the_file_and_the_position() {
 
 #[test]
 fn estimate_input_must_map_type_ids() {
-    let pack = Pack::new("community.test", "0.1.0");
+    let pack = Pack::new("community.demo.test", "0.1.0");
     let e = estimate_pack(&pack, &json!([1]), "--input plan.json").expect_err("array");
     assert_eq!(e.exit, 2);
     assert!(
@@ -107,12 +107,12 @@ fn a_journal_that_does_not_exist_is_named_not_created() {
 
 #[test]
 fn unknown_node_lists_the_pack() {
-    let pack = Pack::new("community.test", "0.1.0");
+    let pack = Pack::new("community.demo.test", "0.1.0");
     let e = find(&pack, "x.y").err().expect("unknown");
     assert_eq!(e.exit, 2);
     assert_eq!(
         e.message,
-        "--node x.y: no such node in the pack `community.test` (its nodes: )"
+        "--node x.y: no such node in the pack `community.demo.test` (its nodes: )"
     );
 }
 

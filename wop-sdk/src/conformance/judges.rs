@@ -7,7 +7,7 @@ use crate::wire::{ErrorCode, RunEvent, kind, normalize_type};
 use serde_json::Value;
 
 fn is(event: &RunEvent, k: &str) -> bool {
-    normalize_type(&event.kind) == k
+    normalize_type(event.kind()) == k
 }
 
 /// The run's `provider.usage` events.
@@ -273,12 +273,8 @@ mod tests {
     use serde_json::json;
 
     fn ev(kind: &str, payload: Value) -> RunEvent {
-        RunEvent {
-            seq: 0,
-            run_id: "r".into(),
-            kind: kind.into(),
-            payload,
-        }
+        let event = crate::wire::Event::from_parts(kind, &payload).expect("a valid event");
+        RunEvent::new("r", 0, String::new(), event)
     }
 
     fn usage(out: u64) -> RunEvent {
@@ -411,7 +407,7 @@ mod tests {
     fn exhausted(total: u64) -> RunEvent {
         ev(
             "envelope.retry.exhausted", // the v1 spelling is read too
-            json!({"totalAttempts": total, "finalReason": "parse-error"}),
+            json!({"nodeId": "main", "totalAttempts": total, "finalReason": "parse-error"}),
         )
     }
 

@@ -5,7 +5,7 @@ use super::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Outcome, RunRecord,
 };
 use crate::host::{AttemptKey, BoxFuture, RunId};
-use crate::wire::RunEvent;
+use crate::wire::{Event, RunEvent};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -51,16 +51,15 @@ fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
     Box::pin(std::future::ready(v))
 }
 
-fn push_event(state: &mut State, run: &RunId, kind: &str, payload: &Value) -> u64 {
+/// Appends typed events to the run's log; returns the sequence of the last.
+fn push_events(state: &mut State, run: &RunId, events: Vec<Event>) -> u64 {
     let log = state.events.entry(run.clone()).or_default();
-    let seq = log.len() as u64 + 1;
-    log.push(RunEvent {
-        seq,
-        run_id: run.as_str().to_owned(),
-        kind: kind.to_owned(),
-        payload: payload.clone(),
-    });
-    seq
+    let mut sequence = 0;
+    for event in events {
+        sequence = log.len() as u64;
+        log.push(RunEvent::now(run.as_str(), sequence, event));
+    }
+    sequence
 }
 
 impl Journal for MemoryJournal {
@@ -146,6 +145,15 @@ impl Journal for MemoryJournal {
         charge: Option<&'a Charge>,
         events: &'a [(String, Value)],
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        // Every event is typed before anything is written: all or nothing.
+        let typed = match events
+            .iter()
+            .map(|(kind, payload)| super::typed_event(kind, payload))
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(t) => t,
+            Err(e) => return ready(Err(e)),
+        };
         let mut s = self.lock();
         let Some(e) = s.calls.get_mut(key) else {
             return ready(Err(JournalError::Io(format!(
@@ -165,9 +173,7 @@ impl Journal for MemoryJournal {
         if let Some(c) = charge {
             s.charges.insert(key.clone(), c.clone());
         }
-        for (kind, payload) in events {
-            push_event(&mut s, &key.run_id, kind, payload);
-        }
+        push_events(&mut s, &key.run_id, typed);
         ready(Ok(()))
     }
 
@@ -196,8 +202,12 @@ impl Journal for MemoryJournal {
         kind: &'a str,
         payload: &'a Value,
     ) -> BoxFuture<'a, Result<u64, JournalError>> {
+        let event = match super::typed_event(kind, payload) {
+            Ok(e) => e,
+            Err(e) => return ready(Err(e)),
+        };
         let mut s = self.lock();
-        ready(Ok(push_event(&mut s, run, kind, payload)))
+        ready(Ok(push_events(&mut s, run, vec![event])))
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {

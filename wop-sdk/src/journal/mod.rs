@@ -22,13 +22,19 @@ pub use memory::MemoryJournal;
 pub use sqlite::SqliteJournal;
 
 use crate::host::{AttemptKey, BoxFuture, RunId};
-use crate::wire::{ErrorEnvelope, RunEvent};
+use crate::wire::{ErrorEnvelope, Event, RunEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
+/// What an emitter recorded, as the typed v2 event a journal stores.
+pub(crate) fn typed_event(kind: &str, payload: &Value) -> Result<Event, JournalError> {
+    Event::from_emitted(kind, payload)
+        .map_err(|e| JournalError::Io(format!("event `{kind}` is not a valid v2 event: {e}")))
+}
+
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A journal failure. Never a panic: a damaged or newer file is reported and left untouched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -231,7 +237,10 @@ pub trait Journal: Send + Sync {
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, JournalError>>;
 
-    /// Appends one event to the run's log; returns its sequence number.
+    /// Appends one event to the run's log as a v2 event (typed by
+    /// [`Event::from_emitted`](crate::wire::Event::from_emitted), with its `eventId`, `timestamp`,
+    /// `schemaVersion`); returns its sequence number, from 0. An event that cannot be typed is
+    /// refused ([`JournalError::Io`] naming the field) and nothing is written.
     fn append_event<'a>(
         &'a self,
         run: &'a RunId,
@@ -239,7 +248,7 @@ pub trait Journal: Send + Sync {
         payload: &'a Value,
     ) -> BoxFuture<'a, Result<u64, JournalError>>;
 
-    /// The run's events in sequence order.
+    /// The run's events in sequence order, `sequence` from 0.
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>>;
 
     /// The ledger: every charge, or a run's.

@@ -48,7 +48,10 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
         generations: 2,
         output_tokens: 300,
     };
-    let events = vec![("provider.usage".to_owned(), json!({"outputTokens": 100}))];
+    let events = vec![(
+        "provider.usage".to_owned(),
+        json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": 100}),
+    )];
     j.finish(
         &k,
         &completed(r#"{"content":"hi"}"#),
@@ -74,7 +77,8 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
     assert_eq!(rows[0].charge, charge);
     let ev = j.events(&RunId::new("r1")).await.expect("events");
     assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0].seq, 1);
+    assert_eq!(ev[0].sequence, 0);
+    assert_eq!(ev[0].u64("outputTokens"), Some(100));
     assert!(
         j.completed_attempt(&RunId::new("r1"), "a-1")
             .await
@@ -143,20 +147,39 @@ pub(crate) async fn runs_and_events(j: &dyn Journal) {
     );
     assert_eq!(j.run(&RunId::new("r9")).await, Ok(Some(run)));
     let r = RunId::new("r9");
-    assert_eq!(j.append_event(&r, "node.started", &json!({})).await, Ok(1));
     assert_eq!(
-        j.append_event(&r, "node.completed", &json!({"output": 1}))
+        j.append_event(&r, "node.started", &json!({"nodeId": "n", "typeId": "c.x"}))
             .await,
-        Ok(2)
+        Ok(0)
     );
-    let kinds: Vec<_> = j
-        .events(&r)
-        .await
-        .expect("events")
-        .into_iter()
-        .map(|e| e.kind)
-        .collect();
+    assert_eq!(
+        j.append_event(&r, "node.completed", &json!({"nodeId": "n", "output": 1}))
+            .await,
+        Ok(1)
+    );
+    // An event that is not a valid v2 event is refused, naming the field; nothing is written.
+    let refused = j
+        .append_event(&r, "node.started", &json!({"nodeId": "n"}))
+        .await;
+    assert!(
+        matches!(&refused, Err(JournalError::Io(m)) if m.contains("payload.typeId")),
+        "{refused:?}"
+    );
+    let events = j.events(&r).await.expect("events");
+    let kinds: Vec<&str> = events.iter().map(RunEvent::kind).collect();
     assert_eq!(kinds, ["node.started", "node.completed"]);
+    // Stored the v2 way: sequence from 0, ids, timestamps, the port map.
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.sequence, i as u64);
+        assert_eq!(e.run_id, "r9");
+        assert_eq!(e.event_id, crate::wire::event_id("r9", i as u64));
+        assert!(
+            e.timestamp.ends_with('Z') && e.timestamp.len() == 24,
+            "{}",
+            e.timestamp
+        );
+    }
+    assert_eq!(events[1].payload()["outputs"], json!({"output": 1}));
 }
 
 #[tokio::test]

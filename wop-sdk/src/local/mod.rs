@@ -213,13 +213,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Inner {
     pub(crate) fn observe(&self, run: &RunId, kind: &str, payload: &Value) {
-        if let Some(o) = &self.observer {
-            o(&RunEvent {
-                seq: 0,
-                run_id: run.as_str().to_owned(),
-                kind: kind.to_owned(),
-                payload: payload.clone(),
-            });
+        if let Some(o) = &self.observer
+            && let Ok(event) = crate::wire::Event::from_emitted(kind, payload)
+        {
+            // Seen live, before the journal gives it its place in the log.
+            o(&RunEvent::now(run.as_str(), 0, event));
         }
     }
 
@@ -881,9 +879,11 @@ impl LocalHost {
 
     /// A new run id: the host's whole seed (time, process, host) and a counter, so runs started by
     /// two processes on one journal do not collide.
+    /// A v2 run id `<tenant>/<opaque>`: the tenant `local`, then the host's seed and a counter
+    /// (32 hex characters, inside the 16..=128 the protocol asks of the opaque part).
     fn new_run_id(&self) -> RunId {
         let n = RUN_COUNTER.fetch_add(1, Ordering::SeqCst);
-        RunId::new(format!("run-{:016x}-{n}", self.inner.seed))
+        RunId::new(format!("local/{:016x}{n:016x}", self.inner.seed))
     }
 
     fn as_host(&self) -> Arc<dyn Host> {
@@ -1108,13 +1108,13 @@ impl LocalHost {
     pub fn capabilities(&self) -> CapabilityDocument {
         let c = &self.inner.config;
         let mut events = vec![
-            "retry-attempted".to_owned(),
-            "retry-exhausted".to_owned(),
-            "truncated".to_owned(),
-            "refusal".to_owned(),
+            kind::RETRY_ATTEMPTED.to_owned(),
+            kind::RETRY_EXHAUSTED.to_owned(),
+            kind::TRUNCATED.to_owned(),
+            kind::REFUSAL.to_owned(),
         ];
         if c.nl_fallback {
-            events.push("nl-to-format-engaged".to_owned());
+            events.push(kind::NL_TO_FORMAT_ENGAGED.to_owned());
         }
         CapabilityDocument {
             ai_providers: true,
@@ -1128,12 +1128,13 @@ impl LocalHost {
                 events,
                 completion: Completion {
                     distinguishes_truncation: true,
-                    truncation_budget_multiplier: c.truncation_multiplier,
+                    truncation_budget_multiplier: f64::from(c.truncation_multiplier),
                 },
             }),
             provider_usage: true,
             replay_modes: vec!["replay".to_owned()],
             schema_rounds: Some(u32::from(c.max_retry_attempts)),
+            ..CapabilityDocument::default()
         }
     }
 }

@@ -72,7 +72,7 @@ impl Role {
 /// What `#[wop_node(...)]` declares about a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeSpec {
-    /// The OpenWOP type id, e.g. `community.bookai.draft-scene`.
+    /// The OpenWOP type id, e.g. `community.demo.bookai.draft-scene`.
     pub type_id: &'static str,
     /// Semver.
     pub version: &'static str,

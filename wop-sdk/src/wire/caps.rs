@@ -1,12 +1,23 @@
-//! The parts of the host capability document (`/.well-known/openwop`) this SDK reads.
+//! The parts of the host capability document (`/.well-known/openwop`) this SDK reads and writes.
 //!
-//! v2 advertises a family or facet by the presence of its key; v1 says `{"supported": true}` inside
-//! records and `aiProviders.supported: [...]` for the providers. Both are read; v2 is written.
+//! v2: the document names the protocol versions it serves (`protocolVersions`,
+//! `preferredVersion`), and every family is a record with `status`, `since` and `witness` whose
+//! presence advertises it. v1 says `{"supported": true}` inside records and
+//! `aiProviders.supported: [...]` for the providers, and short reliability event names
+//! (`retry-exhausted`). Both are read; v2 is written.
+//!
+//! RFC 0248 is newer than the published schema: `aiProviders.callAccounting` is read and
+//! written although the schema's `aiProviders` record does not list it yet.
 
 use super::error::WireError;
 use super::read::{Obj, Side};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use wop_sdk_rules::{grammar, sets};
+
+/// The protocol version this SDK speaks.
+pub const PROTOCOL_VERSION: &str = "2.0";
 
 /// RFC 0248 §C: `aiProviders.callAccounting`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -19,30 +30,87 @@ pub struct CallAccounting {
 }
 
 /// `envelopes.reliability`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reliability {
     /// The host's ceiling on provider requests per call.
     pub max_retry_attempts: u8,
-    /// Reliability events the host emits (`retry-exhausted`, `refusal`, …).
+    /// Reliability events the host emits, by full v2 name (`envelope.retry-exhausted`, …).
     pub events: Vec<String>,
     /// Truncation handling.
     pub completion: Completion,
 }
 
 /// `envelopes.reliability.completion`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Completion {
     /// The host tells a truncation from other failures.
     pub distinguishes_truncation: bool,
-    /// `maxTokens` is multiplied by this on a truncation retry.
-    pub truncation_budget_multiplier: u32,
+    /// `maxTokens` is multiplied by this on a truncation retry: a number in 1..=8 (`1.5` is
+    /// valid).
+    #[serde(serialize_with = "whole_as_integer")]
+    pub truncation_budget_multiplier: f64,
 }
 
+/// Writes `2.0` as `2` (the form hosts and the RFCs write), any other number as is.
+fn whole_as_integer<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.fract() == 0.0 && (0.0..=8.0).contains(v) {
+        // A whole number in 0..=8 converts exactly.
+        s.serialize_u64((1..=8u8).find(|n| f64::from(*n) == *v).map_or(0, u64::from))
+    } else {
+        s.serialize_f64(*v)
+    }
+}
+
+/// What a family record says about the host's offer: `{status, since, until?, witness}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FamilyRecord {
+    /// `stable`, `experimental` or `deprecated`.
+    pub status: String,
+    /// The `<major>.<minor>` of this host's contract from which it serves the family.
+    pub since: String,
+    /// For an `experimental` or `deprecated` family: until when (`<major>.<minor>` or a date).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    /// How an outside party can check the claim (`witnessable-gated`, `claims-check`, …).
+    pub witness: String,
+}
+
+impl FamilyRecord {
+    /// A stable family served since `since`, checked as `witness` says.
+    pub fn stable(since: &str, witness: &str) -> Self {
+        Self {
+            status: "stable".to_owned(),
+            since: since.to_owned(),
+            until: None,
+            witness: witness.to_owned(),
+        }
+    }
+}
+
+/// How each family this SDK writes is witnessed (the declaration's own classification).
+const FAMILY_WITNESS: &[(&str, &str)] = &[
+    ("aiProviders", "witnessable-gated"),
+    ("envelopes", "claims-check"),
+    ("providerUsage", "witnessable-gated"),
+    ("replay", "witnessable-gated"),
+    ("limits", "witnessable-gated"),
+];
+
+/// `replay.effectSeamsManifest`: the one value v2 allows.
+const EFFECT_SEAMS_MANIFEST: &str = "/host/effect-seams";
+
 /// The capability document, normalized.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CapabilityDocument {
+    /// `protocolVersions`: every `<major>.<minor>` the host serves.
+    pub protocol_versions: Vec<String>,
+    /// `preferredVersion`, one of [`Self::protocol_versions`].
+    pub preferred_version: String,
+    /// The records read for each family, by family key. A family written without a record
+    /// here gets a stable record since [`Self::preferred_version`].
+    pub records: BTreeMap<String, FamilyRecord>,
     /// `aiProviders` is advertised.
     pub ai_providers: bool,
     /// `aiProviders.providers` (v1: `aiProviders.supported`).
@@ -57,6 +125,24 @@ pub struct CapabilityDocument {
     pub replay_modes: Vec<String>,
     /// `limits.schemaRounds`.
     pub schema_rounds: Option<u32>,
+}
+
+impl Default for CapabilityDocument {
+    /// A v2 document that advertises nothing.
+    fn default() -> Self {
+        Self {
+            protocol_versions: vec![PROTOCOL_VERSION.to_owned()],
+            preferred_version: PROTOCOL_VERSION.to_owned(),
+            records: BTreeMap::new(),
+            ai_providers: false,
+            providers: Vec::new(),
+            call_accounting: None,
+            reliability: None,
+            provider_usage: false,
+            replay_modes: Vec::new(),
+            schema_rounds: None,
+        }
+    }
 }
 
 /// A v1 or v2 "is this advertised" value: v2 presence, `true`, or v1 `{"supported": true}`.
@@ -80,10 +166,85 @@ fn flag(obj: &Obj<'_>, key: &str) -> Result<bool, WireError> {
     }
 }
 
+/// The full v2 name of a reliability event: `retry-exhausted` (v1 short), `envelope.retry.exhausted`
+/// and `envelope.retry-exhausted` all name `envelope.retry-exhausted`.
+pub fn reliability_event_name(name: &str) -> String {
+    let full = if name.starts_with("envelope.") {
+        name.to_owned()
+    } else {
+        format!("envelope.{name}")
+    };
+    super::event::normalize_type(&full)
+}
+
+fn read_record(obj: &Obj<'_>) -> Result<Option<FamilyRecord>, WireError> {
+    let (Some(status), Some(since), Some(witness)) = (
+        obj.opt_str("status")?,
+        obj.opt_str("since")?,
+        obj.opt_str("witness")?,
+    ) else {
+        return Ok(None);
+    };
+    if !sets::FAMILY_STATUSES.contains(&status.as_str()) {
+        return Err(obj.err(
+            "status",
+            format!(
+                "must be one of {}",
+                sets::quoted(sets::FAMILY_STATUSES.iter().copied())
+            ),
+        ));
+    }
+    if let Some(problem) = grammar::minor_version_problem(&since) {
+        return Err(obj.err("since", problem));
+    }
+    if !sets::WITNESS_CLASSES.contains(&witness.as_str()) {
+        return Err(obj.err(
+            "witness",
+            format!(
+                "must be one of {}",
+                sets::quoted(sets::WITNESS_CLASSES.iter().copied())
+            ),
+        ));
+    }
+    Ok(Some(FamilyRecord {
+        status,
+        since,
+        until: obj.opt_str("until")?,
+        witness,
+    }))
+}
+
 impl CapabilityDocument {
     /// Reads a v1 or v2 document. A malformed part is a `protocol_error` naming the field.
     pub fn from_json(value: &Value) -> Result<Self, WireError> {
         let doc = Obj::new(value, "", Side::Host)?;
+        let mut protocol_versions = doc.opt_str_list("protocolVersions")?.unwrap_or_default();
+        for v in &protocol_versions {
+            if let Some(problem) = grammar::minor_version_problem(v) {
+                return Err(doc.err("protocolVersions", format!("`{v}`: {problem}")));
+            }
+        }
+        // v1: `protocolVersion` alone.
+        let preferred_version = match doc.get_any(&["preferredVersion", "protocolVersion"]) {
+            Some((key, _)) => doc.opt_str(key)?.unwrap_or_default(),
+            None => protocol_versions
+                .last()
+                .cloned()
+                .unwrap_or_else(|| PROTOCOL_VERSION.to_owned()),
+        };
+        if protocol_versions.is_empty() {
+            protocol_versions.push(preferred_version.clone());
+        }
+        let mut records = BTreeMap::new();
+        for (family, witness) in FAMILY_WITNESS {
+            if let Some(obj) = doc.child(family)?.filter(|_| advertised(doc.get(family)))
+                && let Some(record) = read_record(&obj)?
+                // The record this document would be written with anyway is not kept.
+                && record != FamilyRecord::stable(&preferred_version, witness)
+            {
+                records.insert((*family).to_owned(), record);
+            }
+        }
         let ai = doc.get("aiProviders");
         let ai_providers = advertised(ai);
         let (mut providers, mut call_accounting) = (Vec::new(), None);
@@ -94,14 +255,13 @@ impl CapabilityDocument {
                     providers = ai.opt_str_list(key)?.unwrap_or_default();
                 }
             }
-            if advertised(ai.get("callAccounting")) {
-                let ca = ai.child("callAccounting")?;
-                if let Some(ca) = ca {
-                    call_accounting = Some(CallAccounting {
-                        attempts: flag(&ca, "attempts")?,
-                        retry_policy: flag(&ca, "retryPolicy")?,
-                    });
-                }
+            if advertised(ai.get("callAccounting"))
+                && let Some(ca) = ai.child("callAccounting")?
+            {
+                call_accounting = Some(CallAccounting {
+                    attempts: flag(&ca, "attempts")?,
+                    retry_policy: flag(&ca, "retryPolicy")?,
+                });
             }
         }
         let mut reliability = None;
@@ -109,38 +269,31 @@ impl CapabilityDocument {
             && advertised(env.get("reliability"))
             && let Some(rel) = env.child("reliability")?
         {
-            {
-                {
-                    let completion = rel.child("completion")?;
-                    let (distinguishes_truncation, truncation_budget_multiplier) = match &completion
-                    {
-                        Some(c) => (
-                            flag(c, "distinguishesTruncation")?,
-                            c.opt_int("truncationBudgetMultiplier", 1, 64)?.unwrap_or(2),
-                        ),
-                        None => (false, 2),
-                    };
-                    reliability = Some(Reliability {
-                        max_retry_attempts: u8::try_from(
-                            rel.opt_int("maxRetryAttempts", 1, 16)?.unwrap_or(3),
-                        )
-                        .unwrap_or(3),
-                        events: rel
-                            .opt_str_list("events")?
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|e| e.replace('.', "-"))
-                            .collect(),
-                        completion: Completion {
-                            distinguishes_truncation,
-                            truncation_budget_multiplier: u32::try_from(
-                                truncation_budget_multiplier,
-                            )
-                            .unwrap_or(2),
-                        },
-                    });
-                }
-            }
+            let completion = rel.child("completion")?;
+            let (distinguishes_truncation, truncation_budget_multiplier) = match &completion {
+                Some(c) => (
+                    flag(c, "distinguishesTruncation")?,
+                    c.opt_f64("truncationBudgetMultiplier", 1.0, 8.0)?
+                        .unwrap_or(2.0),
+                ),
+                None => (false, 2.0),
+            };
+            reliability = Some(Reliability {
+                max_retry_attempts: u8::try_from(
+                    rel.opt_int("maxRetryAttempts", 1, 16)?.unwrap_or(3),
+                )
+                .unwrap_or(3),
+                events: rel
+                    .opt_str_list("events")?
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|e| reliability_event_name(e))
+                    .collect(),
+                completion: Completion {
+                    distinguishes_truncation,
+                    truncation_budget_multiplier,
+                },
+            });
         }
         let replay_modes = match doc.child("replay")? {
             Some(r) if advertised(doc.get("replay")) => {
@@ -150,11 +303,14 @@ impl CapabilityDocument {
         };
         let schema_rounds = match doc.child("limits")? {
             Some(l) => l
-                .opt_int("schemaRounds", 1, 64)?
+                .opt_int("schemaRounds", 0, 64)?
                 .map(|n| u32::try_from(n).unwrap_or(64)),
             None => None,
         };
         Ok(Self {
+            protocol_versions,
+            preferred_version,
+            records,
             ai_providers,
             providers,
             call_accounting,
@@ -165,11 +321,28 @@ impl CapabilityDocument {
         })
     }
 
+    /// The family record `family` is written with.
+    fn record(&self, family: &str) -> Map<String, Value> {
+        let record = self.records.get(family).cloned().unwrap_or_else(|| {
+            let witness = FAMILY_WITNESS
+                .iter()
+                .find(|(f, _)| *f == family)
+                .map_or("claims-check", |(_, w)| *w);
+            FamilyRecord::stable(&self.preferred_version, witness)
+        });
+        match serde_json::to_value(record) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+
     /// The v2 JSON of this document.
     pub fn to_json(&self) -> Value {
         let mut doc = Map::new();
+        doc.insert("protocolVersions".into(), json!(self.protocol_versions));
+        doc.insert("preferredVersion".into(), json!(self.preferred_version));
         if self.ai_providers {
-            let mut ai = Map::new();
+            let mut ai = self.record("aiProviders");
             ai.insert("providers".into(), json!(self.providers));
             if let Some(ca) = self.call_accounting {
                 ai.insert("callAccounting".into(), json!(ca));
@@ -177,17 +350,85 @@ impl CapabilityDocument {
             doc.insert("aiProviders".into(), Value::Object(ai));
         }
         if let Some(rel) = &self.reliability {
-            doc.insert("envelopes".into(), json!({ "reliability": rel }));
+            let mut env = self.record("envelopes");
+            env.insert("reliability".into(), json!(rel));
+            doc.insert("envelopes".into(), Value::Object(env));
         }
         if self.provider_usage {
-            doc.insert("providerUsage".into(), json!({}));
+            doc.insert(
+                "providerUsage".into(),
+                Value::Object(self.record("providerUsage")),
+            );
         }
         if !self.replay_modes.is_empty() {
-            doc.insert("replay".into(), json!({ "modes": self.replay_modes }));
+            let mut replay = self.record("replay");
+            replay.insert("modes".into(), json!(self.replay_modes));
+            replay.insert("effectSeamsManifest".into(), json!(EFFECT_SEAMS_MANIFEST));
+            doc.insert("replay".into(), Value::Object(replay));
         }
         if let Some(rounds) = self.schema_rounds {
-            doc.insert("limits".into(), json!({ "schemaRounds": rounds }));
+            let mut limits = self.record("limits");
+            limits.insert("schemaRounds".into(), json!(rounds));
+            // This host asks no clarification rounds and takes one envelope per call.
+            limits.insert("clarificationRounds".into(), json!(0));
+            limits.insert("envelopesPerTurn".into(), json!(1));
+            doc.insert("limits".into(), Value::Object(limits));
         }
         Value::Object(doc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reliability_events_get_their_full_names() {
+        for (read, full) in [
+            ("retry-exhausted", "envelope.retry-exhausted"),
+            ("envelope.retry.exhausted", "envelope.retry-exhausted"),
+            ("envelope.retry-attempted", "envelope.retry-attempted"),
+            ("nl-to-format-engaged", "envelope.nl-to-format-engaged"),
+            (
+                "envelope.nlToFormat.engaged",
+                "envelope.nl-to-format-engaged",
+            ),
+            ("refusal", "envelope.refusal"),
+        ] {
+            assert_eq!(reliability_event_name(read), full, "{read}");
+        }
+    }
+
+    #[test]
+    fn a_fractional_multiplier_is_read() {
+        let doc = json!({"protocolVersions": ["2.0"], "preferredVersion": "2.0",
+            "envelopes": {"status": "stable", "since": "2.0", "witness": "claims-check",
+                "reliability": {"completion": {"distinguishesTruncation": true,
+                    "truncationBudgetMultiplier": 1.5}}}});
+        let read = CapabilityDocument::from_json(&doc).map(|d| d.reliability);
+        assert_eq!(
+            read.ok()
+                .flatten()
+                .map(|r| r.completion.truncation_budget_multiplier),
+            Some(1.5)
+        );
+        let over = json!({"envelopes": {"reliability": {"completion": {
+            "truncationBudgetMultiplier": 9}}}});
+        let e = CapabilityDocument::from_json(&over).err();
+        assert_eq!(
+            e.map(|e| e.field),
+            Some("envelopes.reliability.completion.truncationBudgetMultiplier".to_owned())
+        );
+    }
+
+    #[test]
+    fn records_are_read_and_written_back() {
+        let doc = json!({"protocolVersions": ["2.0", "2.1"], "preferredVersion": "2.1",
+            "providerUsage": {"status": "experimental", "since": "2.1", "until": "3.0",
+                "witness": "witnessable-gated"}});
+        let read = CapabilityDocument::from_json(&doc).unwrap_or_default();
+        assert_eq!(read.preferred_version, "2.1");
+        assert!(read.provider_usage);
+        assert_eq!(read.to_json()["providerUsage"], doc["providerUsage"]);
     }
 }

@@ -4,38 +4,76 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// The error codes of the wire contract (SPEC.md §Errors), plus `protocol_error` for a host that
-/// breaks the contract it advertised.
+/// The org of this SDK's own error codes, in the vendor form `<org>.<code>` of the v2 registry.
+pub const VENDOR_ORG: &str = "wop-sdk";
+
+/// The error codes this SDK writes. Each is a code of the v2 registry
+/// (`error-envelope.schema.json`) or, where the registry has none that means the same, this
+/// SDK's own code in the registry's vendor form (`wop-sdk.<code>`). The first spellings
+/// (`budget_exhausted`, …) are still read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ErrorCode {
-    /// A request field breaks its rule; `details.field` names the key.
+    /// A request field breaks its rule; `details.field` names the key. `validation_error`.
+    #[serde(rename = "validation_error")]
     ValidationError,
-    /// The node needs a host capability the host does not advertise.
+    /// The node needs a host capability the host does not advertise. `capability_not_provided`.
+    #[serde(rename = "capability_not_provided")]
     CapabilityNotProvided,
     /// A structured call ran out of attempts without a reply that meets the schema.
+    /// `envelope_invalid`.
+    #[serde(rename = "envelope_invalid")]
     EnvelopeInvalid,
-    /// The provider refused; never retried.
+    /// The provider refused; never retried. `envelope_refusal`.
+    #[serde(rename = "envelope_refusal")]
     EnvelopeRefusal,
-    /// Truncation retries ran out.
+    /// Truncation retries ran out. `envelope_truncation_unrecoverable`.
+    #[serde(rename = "envelope_truncation_unrecoverable")]
     EnvelopeTruncationUnrecoverable,
     /// A call budget or a runtime ceiling refused the call before dispatch.
+    /// `wop-sdk.budget_exhausted` (read: `budget_exhausted`).
+    #[serde(rename = "wop-sdk.budget_exhausted", alias = "budget_exhausted")]
     BudgetExhausted,
-    /// An attempt identity was reused with a changed request.
+    /// An attempt identity was reused with a changed request. `idempotency_key_mismatch`.
+    #[serde(rename = "idempotency_key_mismatch")]
     IdempotencyKeyMismatch,
-    /// A replay fork found no recorded outcome for a call.
+    /// A replay fork found no recorded outcome for a call. `replay_source_missing`.
+    #[serde(rename = "replay_source_missing")]
     ReplaySourceMissing,
     /// The provider could not be reached, or the dispatch outcome is unknown.
+    /// `wop-sdk.upstream_unavailable` (read: `upstream_unavailable`).
+    #[serde(
+        rename = "wop-sdk.upstream_unavailable",
+        alias = "upstream_unavailable"
+    )]
     UpstreamUnavailable,
     /// The host broke the contract it advertised (for example `attempts` missing or malformed).
+    /// `wop-sdk.protocol_error` (read: `protocol_error`).
+    #[serde(rename = "wop-sdk.protocol_error", alias = "protocol_error")]
     ProtocolError,
-    /// The node itself failed (its own error, not an AI call's).
+    /// The node itself failed (its own error, not an AI call's). `wop-sdk.node_failed` (read:
+    /// `node_failed`).
+    #[serde(rename = "wop-sdk.node_failed", alias = "node_failed")]
     NodeFailed,
 }
 
 impl ErrorCode {
-    /// The wire spelling, e.g. `validation_error`.
+    /// Every code, in declaration order.
+    pub const ALL: [Self; 11] = [
+        Self::ValidationError,
+        Self::CapabilityNotProvided,
+        Self::EnvelopeInvalid,
+        Self::EnvelopeRefusal,
+        Self::EnvelopeTruncationUnrecoverable,
+        Self::BudgetExhausted,
+        Self::IdempotencyKeyMismatch,
+        Self::ReplaySourceMissing,
+        Self::UpstreamUnavailable,
+        Self::ProtocolError,
+        Self::NodeFailed,
+    ];
+
+    /// The wire spelling, e.g. `validation_error` or `wop-sdk.budget_exhausted`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ValidationError => "validation_error",
@@ -43,13 +81,21 @@ impl ErrorCode {
             Self::EnvelopeInvalid => "envelope_invalid",
             Self::EnvelopeRefusal => "envelope_refusal",
             Self::EnvelopeTruncationUnrecoverable => "envelope_truncation_unrecoverable",
-            Self::BudgetExhausted => "budget_exhausted",
+            Self::BudgetExhausted => "wop-sdk.budget_exhausted",
             Self::IdempotencyKeyMismatch => "idempotency_key_mismatch",
             Self::ReplaySourceMissing => "replay_source_missing",
-            Self::UpstreamUnavailable => "upstream_unavailable",
-            Self::ProtocolError => "protocol_error",
-            Self::NodeFailed => "node_failed",
+            Self::UpstreamUnavailable => "wop-sdk.upstream_unavailable",
+            Self::ProtocolError => "wop-sdk.protocol_error",
+            Self::NodeFailed => "wop-sdk.node_failed",
         }
+    }
+
+    /// The code a wire string names: the v2 spelling, or the first spelling this SDK wrote.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| {
+            let wire = c.as_str();
+            wire == s || wire.strip_prefix("wop-sdk.") == Some(s)
+        })
     }
 }
 
@@ -163,5 +209,61 @@ impl std::error::Error for WireError {}
 impl From<WireError> for ErrorEnvelope {
     fn from(e: WireError) -> Self {
         e.to_envelope()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wop_sdk_rules::{grammar, sets};
+
+    /// Fails to compile when a variant is added without a place in [`ErrorCode::ALL`].
+    fn position(code: ErrorCode) -> usize {
+        match code {
+            ErrorCode::ValidationError => 0,
+            ErrorCode::CapabilityNotProvided => 1,
+            ErrorCode::EnvelopeInvalid => 2,
+            ErrorCode::EnvelopeRefusal => 3,
+            ErrorCode::EnvelopeTruncationUnrecoverable => 4,
+            ErrorCode::BudgetExhausted => 5,
+            ErrorCode::IdempotencyKeyMismatch => 6,
+            ErrorCode::ReplaySourceMissing => 7,
+            ErrorCode::UpstreamUnavailable => 8,
+            ErrorCode::ProtocolError => 9,
+            ErrorCode::NodeFailed => 10,
+        }
+    }
+
+    #[test]
+    fn every_code_is_registered_or_ours_in_the_vendor_form() {
+        for (i, code) in ErrorCode::ALL.into_iter().enumerate() {
+            assert_eq!(position(code), i);
+            let wire = code.as_str();
+            assert!(
+                sets::is_registered_error_code(wire)
+                    || (grammar::vendor_code_problem(wire).is_none()
+                        && wire.starts_with(VENDOR_ORG)),
+                "`{wire}` is neither registered nor `{VENDOR_ORG}.<code>`"
+            );
+            assert_eq!(serde_json::to_value(code).ok(), Some(Value::from(wire)));
+            assert_eq!(ErrorCode::parse(wire), Some(code));
+        }
+    }
+
+    #[test]
+    fn first_spellings_are_still_read() {
+        for (old, code) in [
+            ("budget_exhausted", ErrorCode::BudgetExhausted),
+            ("upstream_unavailable", ErrorCode::UpstreamUnavailable),
+            ("protocol_error", ErrorCode::ProtocolError),
+            ("node_failed", ErrorCode::NodeFailed),
+        ] {
+            assert_eq!(
+                serde_json::from_value::<ErrorCode>(Value::from(old)).ok(),
+                Some(code)
+            );
+            assert_eq!(ErrorCode::parse(old), Some(code));
+        }
+        assert_eq!(ErrorCode::parse("wop-sdk.validation_error"), None);
     }
 }

@@ -1,10 +1,19 @@
-//! The run events a host records (SPEC.md §Run events). v2 names are written; v1 dotted names
-//! (`envelope.retry.exhausted`) are accepted when reading.
+//! The run events a host records, as one typed enum ([`Event`]) inside the v2 wrapper
+//! ([`RunEvent`]): `{eventId, runId, nodeId?, type, payload, timestamp, sequence, schemaVersion}`,
+//! each payload as `run-event-payloads.schema.json` has it.
+//!
+//! v2 spellings are written. When reading, v1 type names (`envelope.retry.exhausted`,
+//! `envelope.nlToFormat.engaged`) and the first payload shapes this SDK wrote (`seq` from 1,
+//! `node.completed.output`, `node.failed.error.error`) are accepted.
 
-use super::error::{ErrorEnvelope, WireError};
+use super::error::{ErrorCode, ErrorEnvelope, WireError};
 use super::read::{Obj, Side};
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use std::time::{SystemTime, UNIX_EPOCH};
+use wop_sdk_rules::{grammar, sets};
 
 /// The event types this SDK records and reads, with their v2 names.
 pub mod kind {
@@ -22,70 +31,782 @@ pub mod kind {
     pub const NL_TO_FORMAT_ENGAGED: &str = "envelope.nl-to-format-engaged";
     /// A node started.
     pub const NODE_STARTED: &str = "node.started";
-    /// A node completed; `output` is its output.
+    /// A node completed; `outputs` is its port map.
     pub const NODE_COMPLETED: &str = "node.completed";
-    /// A node failed; `error` is the envelope.
+    /// A node failed; `error` is `{code, message, details?}`.
     pub const NODE_FAILED: &str = "node.failed";
 }
 
-/// The v2 spelling of an event type: `envelope.retry.exhausted` → `envelope.retry-exhausted`.
+/// The `schemaVersion` of every event this SDK writes.
+pub const EVENT_SCHEMA_VERSION: u32 = 1;
+
+/// The port a node's output is written to when it is not an object of ports.
+pub const OUTPUT_PORT: &str = "output";
+
+/// The retry reason this host gives for a provider failure: the registry has none, so it is a
+/// host extension (`x-host-<host>-<reason>`).
+pub const PROVIDER_FAILURE_REASON: &str = "x-host-wop-sdk-provider-error";
+
+/// v1 names whose v2 name does not follow the general rule of [`normalize_type`].
+const IRREGULAR: &[(&str, &str)] = &[
+    ("run.resuming", "run.resume-started"),
+    ("runOrchestrator.decided", "orchestrator.decided"),
+    ("core.dispatch.fanOut", "dispatch.fanned-out"),
+    ("core.dispatch.join", "dispatch.joined"),
+    ("core.workflowChain.event", "workflow-chain.event"),
+    (
+        "core.workflowChain.confidence-escalated",
+        "workflow-chain.confidence-escalated",
+    ),
+];
+
+/// The v2 spelling of an event type. v2 keeps the family (the first segment) and writes the rest
+/// as one kebab-case word: `envelope.retry.exhausted` → `envelope.retry-exhausted`,
+/// `envelope.nlToFormat.engaged` → `envelope.nl-to-format-engaged`, `agent.toolCalled` →
+/// `agent.tool-called`. A v2 name is unchanged.
 pub fn normalize_type(t: &str) -> String {
-    match t.strip_prefix("envelope.") {
-        Some(rest) => format!("envelope.{}", rest.replace(['.', '_'], "-")),
-        None => t.to_owned(),
+    if let Some((_, v2)) = IRREGULAR.iter().find(|(v1, _)| *v1 == t) {
+        return (*v2).to_owned();
+    }
+    let Some((family, rest)) = t.split_once('.') else {
+        return t.to_owned();
+    };
+    let mut out = String::with_capacity(t.len() + 4);
+    out.push_str(family);
+    out.push('.');
+    for c in rest.chars() {
+        match c {
+            '.' | '_' => out.push('-'),
+            c if c.is_ascii_uppercase() => {
+                if !out.ends_with(['.', '-']) {
+                    out.push('-');
+                }
+                out.push(c.to_ascii_lowercase());
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `provider.usage`: one provider request that reported usage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderUsage {
+    /// The provider id.
+    pub provider: String,
+    /// The model the provider stamped.
+    pub model: String,
+    /// Input tokens the provider reported.
+    pub input_tokens: u64,
+    /// Output tokens the provider reported.
+    pub output_tokens: u64,
+    /// `inputTokens + outputTokens`, when the provider said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_tokens: Option<u64>,
+    /// The node that made the call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+}
+
+/// `envelope.retry-attempted`: the host is about to send attempt `attempt` (2..=16).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryAttempted {
+    /// The node whose call is retried.
+    pub node_id: String,
+    /// The attempt about to be made (1-based; the first attempt emits nothing).
+    pub attempt: u32,
+    /// Why the prior attempt failed: one of `wop_sdk::rules::sets::ENVELOPE_FAILURE_REASONS` or a
+    /// host extension `x-host-<host>-<reason>`.
+    pub reason: String,
+    /// Validator output from the failing attempt (never prompt or reply text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_error: Option<String>,
+}
+
+/// `envelope.retry-exhausted`: the call ran out of attempts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryExhausted {
+    /// The node whose call failed.
+    pub node_id: String,
+    /// Provider requests the call made (at least 1).
+    pub total_attempts: u32,
+    /// Why the last attempt failed (same values as [`RetryAttempted::reason`]).
+    pub final_reason: String,
+    /// Validator output from the last attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_error: Option<String>,
+}
+
+/// `envelope.truncated`: a reply was cut before it was complete.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Truncated {
+    /// The node whose call was cut.
+    pub node_id: String,
+    /// The provider id.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// `max_tokens` (the request's token budget was reached), `length` (the model stopped on
+    /// its own length limit), `stop_sequence` or `unknown`.
+    pub stop_reason: String,
+    /// Tokens produced before the cut, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_token_count: Option<u64>,
+}
+
+/// `envelope.refusal`: the provider refused (never the refusal text).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    /// The node whose call was refused.
+    pub node_id: String,
+    /// The provider id.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+}
+
+/// `envelope.nl-to-format-engaged`: the natural-language-to-JSON fallback was engaged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NlToFormatEngaged {
+    /// The node whose call falls back.
+    pub node_id: String,
+    /// The envelope the original attempts tried to emit.
+    pub original_envelope_type: String,
+    /// Secondary calls used to reformat (at least 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_calls: Option<u32>,
+}
+
+/// `node.started`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeStarted {
+    /// The node.
+    pub node_id: String,
+    /// Its type id.
+    pub type_id: String,
+    /// Zero-based retry counter of the node, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+}
+
+/// `node.completed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCompleted {
+    /// The node.
+    pub node_id: String,
+    /// The output ports: a node whose output is a JSON object writes one port per key; any
+    /// other output is the single port [`OUTPUT_PORT`].
+    pub outputs: Map<String, Value>,
+    /// How long the node ran, when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+impl NodeCompleted {
+    /// The ports of a node whose output is `output`.
+    pub fn ports(output: Value) -> Map<String, Value> {
+        match output {
+            Value::Object(map) => map,
+            other => {
+                let mut m = Map::new();
+                m.insert(OUTPUT_PORT.to_owned(), other);
+                m
+            }
+        }
     }
 }
 
-/// One event of a run's log.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The error of a `node.failed`: `{code, message, details?}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EventError {
+    /// A registered code or a vendor code (kept as written, so an unknown code survives).
+    pub code: String,
+    /// A human sentence.
+    pub message: String,
+    /// Structured details.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl From<&ErrorEnvelope> for EventError {
+    fn from(e: &ErrorEnvelope) -> Self {
+        Self {
+            code: e.error.as_str().to_owned(),
+            message: e.message.clone(),
+            details: e.details.clone(),
+        }
+    }
+}
+
+/// `node.failed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+pub struct NodeFailed {
+    /// The node.
+    pub node_id: String,
+    /// Why it failed.
+    pub error: EventError,
+    /// Node attempts made, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+}
+
+/// One run event, typed: the events this SDK writes, and any other type kept as read.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// `provider.usage`.
+    ProviderUsage(ProviderUsage),
+    /// `envelope.retry-attempted`.
+    RetryAttempted(RetryAttempted),
+    /// `envelope.retry-exhausted`.
+    RetryExhausted(RetryExhausted),
+    /// `envelope.truncated`.
+    Truncated(Truncated),
+    /// `envelope.refusal`.
+    Refusal(Refusal),
+    /// `envelope.nl-to-format-engaged`.
+    NlToFormatEngaged(NlToFormatEngaged),
+    /// `node.started`.
+    NodeStarted(NodeStarted),
+    /// `node.completed`.
+    NodeCompleted(NodeCompleted),
+    /// `node.failed`.
+    NodeFailed(NodeFailed),
+    /// A type this SDK does not write, read from another host's log: kept, never acted on.
+    Other {
+        /// Its type, v2-normalized.
+        kind: String,
+        /// Its payload as read.
+        payload: Value,
+    },
+}
+
+fn payload_of<T: Serialize>(p: &T) -> Value {
+    serde_json::to_value(p).unwrap_or_else(|_| Value::Object(Map::new()))
+}
+
+impl Event {
+    /// The v2 type name.
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::ProviderUsage(_) => kind::PROVIDER_USAGE,
+            Self::RetryAttempted(_) => kind::RETRY_ATTEMPTED,
+            Self::RetryExhausted(_) => kind::RETRY_EXHAUSTED,
+            Self::Truncated(_) => kind::TRUNCATED,
+            Self::Refusal(_) => kind::REFUSAL,
+            Self::NlToFormatEngaged(_) => kind::NL_TO_FORMAT_ENGAGED,
+            Self::NodeStarted(_) => kind::NODE_STARTED,
+            Self::NodeCompleted(_) => kind::NODE_COMPLETED,
+            Self::NodeFailed(_) => kind::NODE_FAILED,
+            Self::Other { kind, .. } => kind,
+        }
+    }
+
+    /// The v2 payload.
+    pub fn payload(&self) -> Value {
+        match self {
+            Self::ProviderUsage(p) => payload_of(p),
+            Self::RetryAttempted(p) => payload_of(p),
+            Self::RetryExhausted(p) => payload_of(p),
+            Self::Truncated(p) => payload_of(p),
+            Self::Refusal(p) => payload_of(p),
+            Self::NlToFormatEngaged(p) => payload_of(p),
+            Self::NodeStarted(p) => payload_of(p),
+            Self::NodeCompleted(p) => payload_of(p),
+            Self::NodeFailed(p) => payload_of(p),
+            Self::Other { payload, .. } => payload.clone(),
+        }
+    }
+
+    /// The node the event is about, when it is node-scoped.
+    pub fn node_id(&self) -> Option<&str> {
+        match self {
+            Self::ProviderUsage(p) => p.node_id.as_deref(),
+            Self::RetryAttempted(p) => Some(&p.node_id),
+            Self::RetryExhausted(p) => Some(&p.node_id),
+            Self::Truncated(p) => Some(&p.node_id),
+            Self::Refusal(p) => Some(&p.node_id),
+            Self::NlToFormatEngaged(p) => Some(&p.node_id),
+            Self::NodeStarted(p) => Some(&p.node_id),
+            Self::NodeCompleted(p) => Some(&p.node_id),
+            Self::NodeFailed(p) => Some(&p.node_id),
+            Self::Other { payload, .. } => payload.get("nodeId").and_then(Value::as_str),
+        }
+    }
+
+    /// Reads an event from its type and payload, accepting v1 type names and the first payload
+    /// shapes. A payload that breaks its rule is a `protocol_error` naming the field.
+    pub fn from_parts(kind: &str, payload: &Value) -> Result<Self, WireError> {
+        let kind = normalize_type(kind);
+        let p = Obj::new(payload, "payload", Side::Host)?;
+        let req_str = |key: &str| {
+            p.opt_str(key)?
+                .ok_or_else(|| p.err(key, "is required (a string)"))
+        };
+        let int = |key: &str, min: u64| {
+            p.opt_int(key, min, u64::from(u32::MAX))
+                .map(|n| n.and_then(|n| u32::try_from(n).ok()))
+        };
+        let reason = |key: &str| -> Result<String, WireError> {
+            let r = req_str(key)?;
+            // The first payloads named a provider failure `provider-error`: not a registered
+            // value, so it becomes this host's extension.
+            let r = if r == "provider-error" {
+                PROVIDER_FAILURE_REASON.to_owned()
+            } else {
+                r
+            };
+            match grammar::envelope_reason_problem(&r, sets::ENVELOPE_FAILURE_REASONS) {
+                None => Ok(r),
+                Some(problem) => Err(p.err(key, problem)),
+            }
+        };
+        Ok(match kind.as_str() {
+            kind::PROVIDER_USAGE => Self::ProviderUsage(ProviderUsage {
+                provider: req_str("provider")?,
+                model: req_str("model")?,
+                input_tokens: p.opt_int("inputTokens", 0, u64::MAX)?.unwrap_or(0),
+                output_tokens: p
+                    .opt_int("outputTokens", 0, u64::MAX)?
+                    .ok_or_else(|| p.err("outputTokens", "is required (an integer ≥ 0)"))?,
+                total_tokens: p.opt_int("totalTokens", 0, u64::MAX)?,
+                node_id: p.opt_str("nodeId")?,
+            }),
+            kind::RETRY_ATTEMPTED => Self::RetryAttempted(RetryAttempted {
+                node_id: req_str("nodeId")?,
+                attempt: int("attempt", 1)?
+                    .filter(|a| *a <= 16)
+                    .ok_or_else(|| p.err("attempt", "is required (an integer in 1..=16)"))?,
+                reason: reason("reason")?,
+                previous_error: p.opt_str("previousError")?,
+            }),
+            kind::RETRY_EXHAUSTED => Self::RetryExhausted(RetryExhausted {
+                node_id: req_str("nodeId")?,
+                total_attempts: int("totalAttempts", 1)?
+                    .ok_or_else(|| p.err("totalAttempts", "is required (an integer ≥ 1)"))?,
+                final_reason: reason("finalReason")?,
+                final_error: p.opt_str("finalError")?,
+            }),
+            kind::TRUNCATED => {
+                let stop_reason = req_str("stopReason")?;
+                if !sets::STOP_REASONS.contains(&stop_reason.as_str()) {
+                    return Err(p.err(
+                        "stopReason",
+                        format!(
+                            "must be one of {}",
+                            sets::quoted(sets::STOP_REASONS.iter().copied())
+                        ),
+                    ));
+                }
+                Self::Truncated(Truncated {
+                    node_id: req_str("nodeId")?,
+                    provider: req_str("provider")?,
+                    model: req_str("model")?,
+                    stop_reason,
+                    output_token_count: p.opt_int("outputTokenCount", 0, u64::MAX)?,
+                })
+            }
+            kind::REFUSAL => Self::Refusal(Refusal {
+                node_id: req_str("nodeId")?,
+                provider: req_str("provider")?,
+                model: req_str("model")?,
+            }),
+            kind::NL_TO_FORMAT_ENGAGED => Self::NlToFormatEngaged(NlToFormatEngaged {
+                node_id: req_str("nodeId")?,
+                original_envelope_type: req_str("originalEnvelopeType")?,
+                fallback_calls: int("fallbackCalls", 1)?,
+            }),
+            kind::NODE_STARTED => Self::NodeStarted(NodeStarted {
+                node_id: req_str("nodeId")?,
+                type_id: req_str("typeId")?,
+                attempt: int("attempt", 0)?,
+            }),
+            kind::NODE_COMPLETED => {
+                let outputs = match p.get_any(&["outputs", "output"]) {
+                    Some(("outputs", Value::Object(ports))) => ports.clone(),
+                    Some(("outputs", _)) => {
+                        return Err(p.err("outputs", "must be an object of output ports"));
+                    }
+                    // v1 of this SDK: the node's whole output.
+                    Some((_, output)) => NodeCompleted::ports(output.clone()),
+                    None => Map::new(),
+                };
+                Self::NodeCompleted(NodeCompleted {
+                    node_id: req_str("nodeId")?,
+                    outputs,
+                    duration_ms: p.opt_int("durationMs", 0, u64::MAX)?,
+                })
+            }
+            kind::NODE_FAILED => {
+                let e = p
+                    .child("error")?
+                    .ok_or_else(|| p.err("error", "is required: `{code, message}`"))?;
+                // v1 of this SDK wrote the error envelope: `{error, message, details}`.
+                let code = match e.get_any(&["code", "error"]) {
+                    Some((key, _)) => e.opt_str(key)?.unwrap_or_default(),
+                    None => String::new(),
+                };
+                if code.is_empty() {
+                    return Err(e.err("code", "is required (a non-empty string)"));
+                }
+                let message = e.opt_str("message")?.unwrap_or_default();
+                if message.is_empty() {
+                    return Err(e.err("message", "is required (a non-empty string)"));
+                }
+                Self::NodeFailed(NodeFailed {
+                    node_id: req_str("nodeId")?,
+                    error: EventError {
+                        code,
+                        message,
+                        details: e.get("details").cloned(),
+                    },
+                    attempts: int("attempts", 1)?,
+                })
+            }
+            _ => Self::Other {
+                kind,
+                payload: payload.clone(),
+            },
+        })
+    }
+
+    /// The typed event for what an emitter of this SDK records through
+    /// `Host::record_event(run, kind, payload)`: [`Event::from_parts`], and a truncation the
+    /// emitter reports as `length` (the reply stopped because the request's `maxTokens` was
+    /// reached) is a cut at the token budget, `max_tokens`.
+    pub fn from_emitted(kind: &str, payload: &Value) -> Result<Self, WireError> {
+        let mut event = Self::from_parts(kind, payload)?;
+        if let Self::Truncated(t) = &mut event
+            && t.stop_reason == "length"
+        {
+            "max_tokens".clone_into(&mut t.stop_reason);
+        }
+        Ok(event)
+    }
+}
+
+/// A UTC instant as RFC 3339 with milliseconds: `2026-12-03T09:41:07.123Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// The id of the event at `sequence` of `run_id`: 32 hex characters derived from both, so the
+/// same event read twice has the same id and two events never share one.
+pub fn event_id(run_id: &str, sequence: u64) -> String {
+    let digest = Sha256::new()
+        .chain_update(run_id.as_bytes())
+        .chain_update([0u8])
+        .chain_update(sequence.to_be_bytes())
+        .finalize();
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// One event of a run's log: the v2 wrapper around a typed [`Event`].
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunEvent {
-    /// Position in the run's log, from 1.
-    pub seq: u64,
+    /// Unique id of the event ([`event_id`]).
+    pub event_id: String,
     /// The run.
     pub run_id: String,
-    /// The v2 type name.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// The payload (always an object).
-    pub payload: Value,
+    /// Position in the run's log, from 0.
+    pub sequence: u64,
+    /// When it was recorded, RFC 3339 UTC.
+    pub timestamp: String,
+    /// The event's schema version ([`EVENT_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The event.
+    pub event: Event,
+}
+
+impl Serialize for RunEvent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let node_id = self.event.node_id();
+        let mut m = s.serialize_map(Some(7 + usize::from(node_id.is_some())))?;
+        m.serialize_entry("eventId", &self.event_id)?;
+        m.serialize_entry("runId", &self.run_id)?;
+        if let Some(node) = node_id {
+            m.serialize_entry("nodeId", node)?;
+        }
+        m.serialize_entry("type", self.event.kind())?;
+        m.serialize_entry("payload", &self.event.payload())?;
+        m.serialize_entry("timestamp", &self.timestamp)?;
+        m.serialize_entry("sequence", &self.sequence)?;
+        m.serialize_entry("schemaVersion", &self.schema_version)?;
+        m.end()
+    }
 }
 
 impl RunEvent {
-    /// Reads an event, accepting v1 dotted names.
+    /// The event at `sequence` of `run_id`, recorded at `timestamp`.
+    pub fn new(run_id: &str, sequence: u64, timestamp: String, event: Event) -> Self {
+        Self {
+            event_id: event_id(run_id, sequence),
+            run_id: run_id.to_owned(),
+            sequence,
+            timestamp,
+            schema_version: EVENT_SCHEMA_VERSION,
+            event,
+        }
+    }
+
+    /// The event at `sequence` of `run_id`, recorded now.
+    pub fn now(run_id: &str, sequence: u64, event: Event) -> Self {
+        Self::new(run_id, sequence, rfc3339(SystemTime::now()), event)
+    }
+
+    /// Reads an event: a v2 document, or the first shape this SDK wrote (`seq` from 1, no
+    /// `eventId`/`timestamp`), accepting v1 type names and payloads.
     pub fn from_json(value: &Value) -> Result<Self, WireError> {
         let obj = Obj::new(value, "", Side::Host)?;
         let kind = obj
             .opt_str("type")?
             .ok_or_else(|| obj.err("type", "is required"))?;
-        let payload = match obj.get("payload") {
-            None => Value::Object(Map::new()),
-            Some(v @ Value::Object(_)) => v.clone(),
-            Some(_) => return Err(obj.err("payload", "must be an object")),
+        let empty = Value::Object(Map::new());
+        let payload = obj.get("payload").unwrap_or(&empty);
+        let event = Event::from_parts(&kind, payload)?;
+        let run_id = obj.opt_str("runId")?.unwrap_or_default();
+        let sequence = match obj.opt_int("sequence", 0, u64::MAX)? {
+            Some(n) => n,
+            None => obj
+                .opt_int("seq", 1, u64::MAX)?
+                .map_or(0, |n| n.saturating_sub(1)),
+        };
+        let event_id = match obj.opt_str("eventId")? {
+            Some(id) => id,
+            None => self::event_id(&run_id, sequence),
         };
         Ok(Self {
-            seq: obj.opt_int("seq", 0, u64::MAX)?.unwrap_or(0),
-            run_id: obj.opt_str("runId")?.unwrap_or_default(),
-            kind: normalize_type(&kind),
-            payload,
+            event_id,
+            run_id,
+            sequence,
+            timestamp: obj.opt_str("timestamp")?.unwrap_or_default(),
+            schema_version: obj
+                .opt_int("schemaVersion", 1, u64::from(u32::MAX))?
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(EVENT_SCHEMA_VERSION),
+            event,
         })
+    }
+
+    /// The v2 document of this event.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| json!({}))
+    }
+
+    /// The v2 type name.
+    pub fn kind(&self) -> &str {
+        self.event.kind()
+    }
+
+    /// The v2 payload.
+    pub fn payload(&self) -> Value {
+        self.event.payload()
     }
 
     /// A payload field as an integer.
     pub fn u64(&self, key: &str) -> Option<u64> {
-        self.payload.get(key)?.as_u64()
+        self.payload().get(key)?.as_u64()
     }
 
     /// A payload field as a string.
-    pub fn str(&self, key: &str) -> Option<&str> {
-        self.payload.get(key)?.as_str()
+    pub fn str(&self, key: &str) -> Option<String> {
+        self.payload().get(key)?.as_str().map(str::to_owned)
     }
 
-    /// The error envelope of a `node.failed` event.
+    /// The error of a `node.failed` event as an envelope (a code this SDK does not know reads as
+    /// `None`).
     pub fn node_error(&self) -> Option<ErrorEnvelope> {
-        if self.kind != kind::NODE_FAILED {
+        let Event::NodeFailed(f) = &self.event else {
             return None;
+        };
+        Some(ErrorEnvelope {
+            error: ErrorCode::parse(&f.error.code)?,
+            message: f.error.message.clone(),
+            details: f.error.details.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_709_164_800_123); // a leap day
+        assert_eq!(rfc3339(t), "2024-02-29T00:00:00.123Z");
+        let t = UNIX_EPOCH + Duration::from_secs(4_102_444_799); // last second of 2099
+        assert_eq!(rfc3339(t), "2099-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn event_ids_are_opaque_ids_and_differ() {
+        let a = event_id("local/0123456789abcdef", 0);
+        assert_eq!(grammar::opaque_id_problem(&a), None);
+        assert_ne!(a, event_id("local/0123456789abcdef", 1));
+        assert_ne!(a, event_id("local/0123456789abcdee", 0));
+    }
+
+    #[test]
+    fn v1_names_become_v2_names() {
+        for (v1, v2) in [
+            ("envelope.retry.exhausted", "envelope.retry-exhausted"),
+            (
+                "envelope.nlToFormat.engaged",
+                "envelope.nl-to-format-engaged",
+            ),
+            ("envelope.retry-attempted", "envelope.retry-attempted"),
+            ("agent.toolCalled", "agent.tool-called"),
+            ("run.dead_lettered", "run.dead-lettered"),
+            ("node.completed", "node.completed"),
+            ("core.dispatch.fanOut", "dispatch.fanned-out"),
+        ] {
+            assert_eq!(normalize_type(v1), v2);
         }
-        serde_json::from_value(self.payload.get("error")?.clone()).ok()
+    }
+
+    #[test]
+    fn the_first_payloads_are_read_as_v2() {
+        let done = Event::from_parts("node.completed", &json!({"nodeId": "n", "output": 3}));
+        assert_eq!(
+            done.map(|e| e.payload()).ok(),
+            Some(json!({"nodeId": "n", "outputs": {"output": 3}}))
+        );
+        let failed = Event::from_parts(
+            "node.failed",
+            &json!({"nodeId": "n", "error": {"error": "budget_exhausted", "message": "m"}}),
+        );
+        assert_eq!(
+            failed.map(|e| e.payload()).ok(),
+            Some(json!({"nodeId": "n", "error": {"code": "budget_exhausted", "message": "m"}}))
+        );
+        let retry = Event::from_parts(
+            "envelope.retry.attempted",
+            &json!({"nodeId": "n", "attempt": 2, "reason": "provider-error"}),
+        );
+        assert_eq!(
+            retry.map(|e| e.payload()["reason"].clone()).ok(),
+            Some(json!(PROVIDER_FAILURE_REASON))
+        );
+        let cut = Event::from_emitted(
+            kind::TRUNCATED,
+            &json!({"nodeId": "n", "provider": "mock", "model": "m", "stopReason": "length"}),
+        );
+        assert_eq!(
+            cut.map(|e| e.payload()["stopReason"].clone()).ok(),
+            Some(json!("max_tokens"))
+        );
+    }
+
+    #[test]
+    fn a_broken_payload_names_the_field() {
+        for (kind, payload, field) in [
+            (
+                "provider.usage",
+                json!({"model": "m", "outputTokens": 1}),
+                "payload.provider",
+            ),
+            (
+                "envelope.retry-attempted",
+                json!({"nodeId": "n", "attempt": 2, "reason": "because"}),
+                "payload.reason",
+            ),
+            (
+                "envelope.truncated",
+                json!({"nodeId": "n", "provider": "p", "model": "m", "stopReason": "cut"}),
+                "payload.stopReason",
+            ),
+            (
+                "node.failed",
+                json!({"nodeId": "n", "error": {"message": "m"}}),
+                "payload.error.code",
+            ),
+            (
+                "node.completed",
+                json!({"nodeId": "n", "outputs": 3}),
+                "payload.outputs",
+            ),
+        ] {
+            let e = Event::from_parts(kind, &payload).err();
+            assert_eq!(e.map(|e| e.field), Some(field.to_owned()), "{kind}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_type_is_kept() {
+        let e = Event::from_parts("vendor.thing-happened", &json!({"x": 1}));
+        assert_eq!(
+            e.as_ref().map(Event::kind).ok(),
+            Some("vendor.thing-happened")
+        );
+        assert_eq!(e.map(|e| e.payload()).ok(), Some(json!({"x": 1})));
+    }
+
+    #[test]
+    fn the_wrapper_is_v2_and_reads_back() {
+        let ev = RunEvent::new(
+            "local/0123456789abcdef",
+            0,
+            "2026-12-03T09:00:00.000Z".into(),
+            Event::NodeStarted(NodeStarted {
+                node_id: "n".into(),
+                type_id: "community.demo.x".into(),
+                attempt: None,
+            }),
+        );
+        let json = ev.to_json();
+        let keys: Vec<&str> = json
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut keys = keys;
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "eventId",
+                "nodeId",
+                "payload",
+                "runId",
+                "schemaVersion",
+                "sequence",
+                "timestamp",
+                "type"
+            ]
+        );
+        assert_eq!(RunEvent::from_json(&json).ok(), Some(ev));
+        let old = RunEvent::from_json(&json!({"seq": 1, "runId": "r", "type": "node.started",
+            "payload": {"nodeId": "n", "typeId": "t.x"}}));
+        assert_eq!(old.map(|e| e.sequence).ok(), Some(0));
     }
 }

@@ -12,9 +12,16 @@ mod read;
 mod request;
 mod result;
 
-pub use caps::{CallAccounting, CapabilityDocument, Completion, Reliability};
-pub use error::{ErrorCode, ErrorEnvelope, WireError};
-pub use event::{RunEvent, kind, normalize_type};
+pub use caps::{
+    CallAccounting, CapabilityDocument, Completion, FamilyRecord, PROTOCOL_VERSION, Reliability,
+    reliability_event_name,
+};
+pub use error::{ErrorCode, ErrorEnvelope, VENDOR_ORG, WireError};
+pub use event::{
+    EVENT_SCHEMA_VERSION, Event, EventError, NlToFormatEngaged, NodeCompleted, NodeFailed,
+    NodeStarted, OUTPUT_PORT, PROVIDER_FAILURE_REASON, ProviderUsage, Refusal, RetryAttempted,
+    RetryExhausted, RunEvent, Truncated, event_id, kind, normalize_type, rfc3339,
+};
 pub use request::{CallAiRequest, Message, Retry, Role};
 pub use result::{
     Attempts, CallAiResult, FinishReason, SemanticStatus, StructuredOutputMode, Usage,

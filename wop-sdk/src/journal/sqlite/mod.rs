@@ -20,9 +20,9 @@ mod writer;
 use crate::host::{AttemptKey, BoxFuture, RunId};
 use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Outcome, RunRecord,
-    SCHEMA_VERSION,
+    SCHEMA_VERSION, typed_event,
 };
-use crate::wire::RunEvent;
+use crate::wire::{Event, RunEvent, rfc3339};
 use open::{check_tables, file_len, inspect, migrate};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use serde_json::Value;
@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::oneshot;
 use writer::{Job, Task, writer_loop};
 
@@ -234,24 +234,30 @@ fn to_u64(v: i64) -> Result<u64, JournalError> {
 }
 
 fn next_seq(conn: &Connection, run: &str) -> Result<i64, JournalError> {
-    conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE run_id = ?1")
+    conn.prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1")
         .and_then(|mut s| s.query_row([run], |r| r.get(0)))
         .map_err(sql)
 }
 
-fn push_event(
-    conn: &Connection,
-    run: &str,
-    kind: &str,
-    payload: &Value,
-) -> Result<u64, JournalError> {
+/// Stores a typed event: its v2 type and payload, and when it was recorded. Returns its sequence
+/// (its position in the run's log, from 0).
+fn push_event(conn: &Connection, run: &str, event: &Event) -> Result<u64, JournalError> {
     let seq = next_seq(conn, run)?;
-    let payload = to_json(payload)?;
-    conn.prepare_cached("INSERT INTO events (run_id, seq, kind, payload) VALUES (?1, ?2, ?3, ?4)")
-        .and_then(|mut s| s.execute(params![run, seq, kind, payload]))
-        .map_err(sql)?;
-    to_u64(seq)
+    let payload = to_json(&event.payload())?;
+    let ts = rfc3339(SystemTime::now());
+    conn.prepare_cached(
+        "INSERT INTO events (run_id, seq, kind, payload, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![run, seq, event.kind(), payload, ts]))
+    .map_err(sql)?;
+    conn.prepare_cached("SELECT COUNT(*) - 1 FROM events WHERE run_id = ?1")
+        .and_then(|mut s| s.query_row([run], |r| r.get::<_, i64>(0)))
+        .map_err(sql)
+        .and_then(to_u64)
 }
+
+/// The timestamp of an event stored before timestamps were kept (schema version 1).
+const UNKNOWN_TIME: &str = "1970-01-01T00:00:00.000Z";
 
 fn read_run(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, Option<String>, String)> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -434,6 +440,11 @@ impl Journal for SqliteJournal {
         let charge = charge.cloned();
         let events = events.to_vec();
         self.submit(true, move |c| {
+            // Every event is typed before anything is written: all or nothing.
+            let events = events
+                .iter()
+                .map(|(kind, payload)| typed_event(kind, payload))
+                .collect::<Result<Vec<_>, _>>()?;
             match read_call(c, &key)? {
                 None => return Err(no_identity(&key)),
                 Some((_, _, _, Some(_))) => {
@@ -470,8 +481,8 @@ impl Journal for SqliteJournal {
                 })
                 .map_err(sql)?;
             }
-            for (kind, payload) in &events {
-                push_event(c, &run, kind, payload)?;
+            for event in &events {
+                push_event(c, &run, event)?;
             }
             Ok(())
         })
@@ -536,7 +547,10 @@ impl Journal for SqliteJournal {
         let run = run.as_str().to_owned();
         let kind = kind.to_owned();
         let payload = payload.clone();
-        self.submit(true, move |c| push_event(c, &run, &kind, &payload))
+        self.submit(true, move |c| {
+            let event = typed_event(&kind, &payload)?;
+            push_event(c, &run, &event)
+        })
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
@@ -544,27 +558,34 @@ impl Journal for SqliteJournal {
         self.submit(false, move |c| {
             let rows = c
                 .prepare_cached(
-                    "SELECT seq, kind, payload FROM events WHERE run_id = ?1 ORDER BY seq",
+                    "SELECT kind, payload, ts FROM events WHERE run_id = ?1 ORDER BY seq",
                 )
                 .and_then(|mut s| {
                     s.query_map([&run], |r| {
                         Ok((
-                            r.get::<_, i64>(0)?,
+                            r.get::<_, String>(0)?,
                             r.get::<_, String>(1)?,
-                            r.get::<_, String>(2)?,
+                            r.get::<_, Option<String>>(2)?,
                         ))
                     })?
                     .collect::<Result<Vec<_>, _>>()
                 })
                 .map_err(sql)?;
+            // The sequence is the position in the log: journals of schema version 1 numbered
+            // from 1.
             rows.into_iter()
-                .map(|(seq, kind, payload)| {
-                    Ok(RunEvent {
-                        seq: to_u64(seq)?,
-                        run_id: run.clone(),
-                        kind,
-                        payload: from_json(&payload, "event payload")?,
-                    })
+                .enumerate()
+                .map(|(i, (kind, payload, ts))| {
+                    let payload: Value = from_json(&payload, "event payload")?;
+                    let event = Event::from_parts(&kind, &payload).map_err(|e| {
+                        JournalError::Corrupt(format!("a stored event of run `{run}`: {e}"))
+                    })?;
+                    Ok(RunEvent::new(
+                        &run,
+                        i as u64,
+                        ts.unwrap_or_else(|| UNKNOWN_TIME.to_owned()),
+                        event,
+                    ))
                 })
                 .collect()
         })

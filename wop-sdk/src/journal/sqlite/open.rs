@@ -59,6 +59,9 @@ CREATE TABLE charges (
 );
 ";
 
+/// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
+pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
+
 /// The tables and columns this build reads and writes (checked on open).
 pub(super) const TABLES: &[(&str, &[&str])] = &[
     ("runs", &["seq", "run_id", "owner", "replay_of", "meta"]),
@@ -78,7 +81,7 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
         "requests",
         &["run_id", "node_id", "call_index", "n", "max_tokens"],
     ),
-    ("events", &["run_id", "seq", "kind", "payload"]),
+    ("events", &["run_id", "seq", "kind", "payload", "ts"]),
     (
         "charges",
         &[
@@ -178,7 +181,7 @@ pub(super) fn inspect(path: &Path) -> Result<u32, JournalError> {
     if version == 0 {
         no_foreign_tables(&conn).map_err(|e| prefix(path, e))?;
     } else {
-        check_tables(&conn).map_err(|e| prefix(path, e))?;
+        check_tables_at(&conn, version).map_err(|e| prefix(path, e))?;
     }
     drop(conn);
     Ok(version)
@@ -261,14 +264,27 @@ pub(super) fn no_foreign_tables(conn: &Connection) -> Result<(), JournalError> {
 
 /// Every table and column this build uses is present.
 pub(super) fn check_tables(conn: &Connection) -> Result<(), JournalError> {
+    check_tables_at(conn, SCHEMA_VERSION)
+}
+
+/// Columns added after schema version 1, with the version that added each.
+const ADDED: &[(&str, &str, u32)] = &[("events", "ts", 2)];
+
+/// Checks the tables and columns a journal of schema `version` has.
+pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), JournalError> {
     for (table, columns) in TABLES {
+        let columns = columns.iter().filter(|c| {
+            !ADDED
+                .iter()
+                .any(|(t, col, since)| t == table && col == *c && *since > version)
+        });
         let stmt = conn
             .prepare(&format!("SELECT * FROM \"{table}\" LIMIT 0"))
             .map_err(|e| {
                 JournalError::Corrupt(format!("not an attempt journal: table {table}: {e}"))
             })?;
         let have: Vec<&str> = stmt.column_names().collect();
-        if let Some(missing) = columns.iter().find(|c| !have.contains(c)) {
+        if let Some(missing) = columns.into_iter().find(|c| !have.contains(c)) {
             return Err(JournalError::Corrupt(format!(
                 "not an attempt journal: table {table} has no column {missing}"
             )));
@@ -308,6 +324,7 @@ pub(super) fn migrate_step(conn: &Connection, from: u32) -> Result<(), JournalEr
             no_foreign_tables(conn)?;
             conn.execute_batch(SCHEMA_V1).map_err(sql)
         }
+        1 => conn.execute_batch(SCHEMA_V2).map_err(sql),
         other => Err(JournalError::Corrupt(format!(
             "no migration from schema version {other}"
         ))),

@@ -51,6 +51,11 @@ fn key(run: &str, call: u32) -> AttemptKey {
     }
 }
 
+/// A valid `provider.usage` payload.
+fn usage(output_tokens: u64) -> Value {
+    json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": output_tokens})
+}
+
 fn charge() -> Charge {
     Charge {
         beneficiaries: vec!["u1".into(), "u2".into()],
@@ -74,7 +79,7 @@ async fn journal_with(path: &Path, calls: u32) {
                 result: format!("{{\"content\":\"{}\"}}", "x".repeat(200)),
             },
             Some(&charge()),
-            &[("provider.usage".into(), json!({"i": i}))],
+            &[("provider.usage".into(), usage(u64::from(i)))],
         )
         .await
         .expect("finish");
@@ -187,7 +192,7 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
             &k,
             &outcome,
             Some(&charge()),
-            &[("provider.usage".into(), json!({"outputTokens": 42}))],
+            &[("provider.usage".into(), usage(42))],
         )
         .await
         .expect("finish");
@@ -397,7 +402,7 @@ async fn a_read_only_journal_reads_and_refuses_writes() {
         j.begin(&key("r1", 9), &Fingerprint([7; 32]), "a-9")
             .await
             .map(|_| ()),
-        j.append_event(&RunId::new("r1"), "x", &json!({}))
+        j.append_event(&RunId::new("r1"), "x.y", &json!({}))
             .await
             .map(|_| ()),
         j.record_request(&key("r1", 0), 2, 1).await,
@@ -544,7 +549,7 @@ async fn concurrent_calls_are_all_kept() {
                         result: format!("{{\"i\":{i}}}"),
                     },
                     Some(&charge()),
-                    &[("provider.usage".into(), json!({"i": i}))],
+                    &[("provider.usage".into(), usage(u64::from(i)))],
                 )
                 .await
                 .expect("finish");
@@ -562,13 +567,79 @@ async fn concurrent_calls_are_all_kept() {
             .events(&RunId::new(format!("run-{r}")))
             .await
             .expect("events");
-        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-        assert_eq!(seqs, (1..=8).collect::<Vec<u64>>());
+        let seqs: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+        assert_eq!(seqs, (0..8).collect::<Vec<u64>>());
     }
     eprintln!(
         "96 writes from 32 concurrent calls: {} commits in {elapsed:?}",
         j.commits() - commits
     );
     drop(j);
+    cleanup(&path);
+}
+
+#[tokio::test]
+async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
+    let path = temp_path("schema-1");
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+    {
+        // A journal as the first build wrote it: `seq` from 1, v1 payloads, no timestamps.
+        let c = Connection::open(&path).expect("plain open");
+        c.execute_batch(super::open::SCHEMA_V1).expect("schema 1");
+        c.pragma_update(None, "user_version", 1).expect("version");
+        for (seq, kind, payload) in [
+            (
+                1,
+                "node.started",
+                r#"{"nodeId":"main","typeId":"community.demo.x"}"#,
+            ),
+            (
+                2,
+                "envelope.retry.exhausted",
+                r#"{"nodeId":"main","totalAttempts":2,"finalReason":"provider-error"}"#,
+            ),
+            (
+                3,
+                "node.failed",
+                r#"{"nodeId":"main","error":{"error":"upstream_unavailable","message":"m"}}"#,
+            ),
+        ] {
+            c.execute(
+                "INSERT INTO events (run_id, seq, kind, payload) VALUES ('run-1', ?1, ?2, ?3)",
+                rusqlite::params![seq, kind, payload],
+            )
+            .expect("row");
+        }
+    }
+    let j = SqliteJournal::open(&path).expect("migrates");
+    let events = j.events(&RunId::new("run-1")).await.expect("events");
+    let seqs: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+    assert_eq!(seqs, [0, 1, 2]);
+    assert!(events.iter().all(|e| e.timestamp == UNKNOWN_TIME));
+    assert_eq!(events[1].kind(), "envelope.retry-exhausted");
+    assert_eq!(
+        events[1].payload()["finalReason"],
+        crate::wire::PROVIDER_FAILURE_REASON
+    );
+    assert_eq!(
+        events[2].payload()["error"],
+        json!({"code": "upstream_unavailable", "message": "m"})
+    );
+    // A new event continues the log, with its time.
+    assert_eq!(
+        j.append_event(
+            &RunId::new("run-1"),
+            "node.started",
+            &json!({"nodeId": "again", "typeId": "community.demo.x"})
+        )
+        .await,
+        Ok(3)
+    );
+    let events = j.events(&RunId::new("run-1")).await.expect("events");
+    assert_ne!(events[3].timestamp, UNKNOWN_TIME);
+    drop(j);
+    let c = Connection::open(&path).expect("plain open");
+    assert_eq!(user_version(&c), Ok(SCHEMA_VERSION));
+    drop(c);
     cleanup(&path);
 }

@@ -1,6 +1,6 @@
 use wop_sdk::{NodeCtx, NodeError, wop_node};
 
-#[wop_node(type_id = "acme.demo.echo", version = "1.0.0")]
+#[wop_node(type_id = "community.2fa.verify", version = "1.0.0")]
 async fn echo(_ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
     Ok(input)
 }
