@@ -1,6 +1,7 @@
 //! [`JsHost`]: `wop_sdk::Host` over the `ctx` of a host that loads JavaScript packs.
 
 use crate::errors::map_host_error;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -98,6 +99,32 @@ struct Books {
     events: Vec<RunEvent>,
 }
 
+/// The request as the host gets it: the runtime's object without the `left_out` keys, with the
+/// `filled` keys that had no value.
+struct Outgoing<'a> {
+    request: &'a Map<String, Value>,
+    filled: [(&'a str, Option<&'a str>); 2],
+    left_out: &'static [&'static str],
+}
+
+impl Serialize for Outgoing<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (key, value) in self.request {
+            let filled = self.filled.iter().any(|(k, v)| k == key && v.is_some());
+            if !filled && !self.left_out.contains(&key.as_str()) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in &self.filled {
+            if let Some(v) = value {
+                map.serialize_entry(key, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
 /// `wop_sdk::Host` over a JavaScript host's `ctx`, for one node execution.
 ///
 /// Made by [`crate::run_node`] for each execution. Events the runtime records (`node.*`) stay
@@ -153,29 +180,30 @@ impl JsHost {
         }
     }
 
-    /// The request the host is sent: provider and model filled in, and on a plain host the
-    /// lineage checked and removed, and no `retry`.
-    fn prepare(&self, request: &Value) -> Result<Map<String, Value>, ErrorEnvelope> {
+    /// The request the host is sent, as JSON text: provider and model filled in, and on a
+    /// plain host the lineage checked and left out, and no `retry`. Written straight from the
+    /// runtime's value, without a copy of it.
+    fn prepare(&self, request: &Value) -> Result<String, ErrorEnvelope> {
         let Value::Object(request) = request else {
             return Err(ErrorEnvelope::validation(
                 "request",
                 "a ctx.callAI request must be a JSON object",
             ));
         };
-        let mut request = request.clone();
-        for (key, default) in [
-            ("provider", &self.config.provider),
-            ("model", &self.config.model),
-        ] {
-            match request.get(key) {
+        let mut filled: [(&str, Option<&str>); 2] = [("provider", None), ("model", None)];
+        for (key, fill) in &mut filled {
+            let default = if *key == "provider" {
+                &self.config.provider
+            } else {
+                &self.config.model
+            };
+            match request.get(*key) {
                 Some(Value::String(s)) if !s.is_empty() => {}
                 Some(Value::Null) | None => match default {
-                    Some(d) => {
-                        request.insert(key.to_owned(), json!(d));
-                    }
+                    Some(d) => *fill = Some(d.as_str()),
                     None => {
                         return Err(ErrorEnvelope::validation(
-                            key,
+                            *key,
                             format!(
                                 "the host requires `{key}`: set it on the call, in the node's \
                                  configuration (`{key}`), or as the pack's default (`pack --{key}`)"
@@ -185,20 +213,18 @@ impl JsHost {
                 },
                 Some(_) => {
                     return Err(ErrorEnvelope::validation(
-                        key,
+                        *key,
                         format!("`{key}` must be a non-empty string"),
                     ));
                 }
             }
         }
-        if self.kind == HostKind::Plain {
-            request.remove("retry");
-            let id = request.remove("retryOfAttemptId");
-            let reason = request.remove("retryReason");
-            match (id, reason) {
+        let plain = self.kind == HostKind::Plain;
+        if plain {
+            match (request.get("retryOfAttemptId"), request.get("retryReason")) {
                 (None, None) => {}
                 (Some(Value::String(id)), Some(_)) => {
-                    if !self.books().issued.contains(&id) {
+                    if !self.books().issued.contains(id) {
                         return Err(ErrorEnvelope::validation(
                             "retryOfAttemptId",
                             "is not a completed attempt of this node execution (the host keeps \
@@ -220,7 +246,18 @@ impl JsHost {
                 }
             }
         }
-        Ok(request)
+        let outgoing = Outgoing {
+            request,
+            filled,
+            left_out: if plain {
+                &["retry", "retryOfAttemptId", "retryReason"]
+            } else {
+                &[]
+            },
+        };
+        serde_json::to_string(&outgoing).map_err(|e| {
+            ErrorEnvelope::validation("request", format!("cannot be written as JSON: {e}"))
+        })
     }
 
     /// One call, JSON in and out: the single place where the typed `Host` meets the JS edge.
@@ -230,11 +267,10 @@ impl JsHost {
         request: &'a Value,
     ) -> BoxFuture<'a, Result<Value, HostFailure>> {
         Box::pin(async move {
-            let request = match self.prepare(request) {
-                Ok(r) => r,
+            let text = match self.prepare(request) {
+                Ok(text) => text,
                 Err(public) => return Err(self.fail(public)),
             };
-            let text = Value::Object(request).to_string();
             let answer = match self.call.call(text).await {
                 Ok(answer) => answer,
                 Err(e) => {
@@ -245,7 +281,7 @@ impl JsHost {
                     return Err(self.fail(public));
                 }
             };
-            let answer: Value = match serde_json::from_str(&answer) {
+            let mut answer: Value = match serde_json::from_str(&answer) {
                 Ok(v) => v,
                 Err(e) => {
                     let public = ErrorEnvelope::new(
@@ -264,7 +300,10 @@ impl JsHost {
                 // The host's message may hold provider diagnostics: it stays out of the envelope.
                 return Err(self.fail(public));
             }
-            let mut result = answer.get("result").cloned().unwrap_or(Value::Null);
+            let mut result = answer
+                .as_object_mut()
+                .and_then(|a| a.remove("result"))
+                .unwrap_or(Value::Null);
             if self.kind == HostKind::Plain
                 && let Value::Object(map) = &mut result
             {
