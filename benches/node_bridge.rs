@@ -43,17 +43,26 @@ fn request(scenes: usize) -> String {
 
 const ANSWER: &str = r#"{"result":{"data":{"text":"Mara Quill waited."},"usage":{"inputTokens":1,"outputTokens":1},"finishReason":"stop","model":"mock-1","attemptId":"a-1","attempts":{"count":1,"outputTokens":1,"usageComplete":true,"structuredOutput":"prompt"}}}"#;
 
-/// One node execution, answering every call at once; the outcome's status.
-fn drive(request: &str) -> Value {
-    let mut step: Value =
-        serde_json::from_str(&wop_sdk_node::start(packs(), request.to_owned())).expect("json");
-    while step.get("done").is_none() {
-        let task = u32::try_from(step["task"].as_u64().expect("task")).expect("u32");
-        let call = u32::try_from(step["calls"][0]["id"].as_u64().expect("a call")).expect("u32");
-        step = serde_json::from_str(&wop_sdk_node::resume(task, call, ANSWER.to_owned()))
-            .expect("json");
+/// The number after `key` in a step (the ids are the first of their kind in it).
+fn number_after(step: &str, key: &str) -> u32 {
+    let at = step.find(key).expect("the key") + key.len();
+    let digits: String = step[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().expect("a number")
+}
+
+/// One node execution, answering every call at once; whether it succeeded. The steps are not
+/// parsed (JavaScript does that in the real path): the ids are read off the text.
+fn drive(request: &str) -> bool {
+    let mut step = wop_sdk_node::start(packs(), request.to_owned());
+    while !step.starts_with("{\"done\"") {
+        let task = number_after(&step, "\"task\":");
+        let call = number_after(&step, "\"id\":");
+        step = wop_sdk_node::resume(task, call, ANSWER.to_owned());
     }
-    step["done"]["status"].clone()
+    step.starts_with("{\"done\":{\"status\":\"success\"")
 }
 
 /// A host that answers every call at once, in Rust.
@@ -117,7 +126,7 @@ fn bench(c: &mut Criterion) {
     let answer: Value = serde_json::from_str(ANSWER).expect("answer");
     for scenes in [1usize, 4] {
         let request = request(scenes);
-        assert_eq!(drive(&request), "success");
+        assert!(drive(&request));
         group.bench_with_input(BenchmarkId::new("draft", scenes), &request, |b, r| {
             b.iter(|| black_box(drive(r)));
         });

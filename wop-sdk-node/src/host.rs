@@ -96,7 +96,8 @@ struct Books {
     /// itself threw them and has its own diagnostics.
     open_failures: BTreeSet<u64>,
     next_failure: u64,
-    events: Vec<RunEvent>,
+    /// What the runtime recorded: (run, kind, payload).
+    events: Vec<(String, String, Value)>,
 }
 
 /// The request as the host gets it: the runtime's object without the `left_out` keys, with the
@@ -359,15 +360,11 @@ impl Host for JsHost {
         payload: Value,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            // What the runtime emits is well formed; anything else is not an event to keep.
-            let Ok(event) = Event::from_emitted(kind, &payload) else {
-                return;
-            };
-            let mut books = self.books();
-            let sequence = books.events.len() as u64;
-            books
+            // Kept as emitted; made into run events only when read (nothing reads them on the
+            // way: the JavaScript host records its own node events).
+            self.books()
                 .events
-                .push(RunEvent::now(run.as_str(), sequence, event));
+                .push((run.as_str().to_owned(), kind.to_owned(), payload));
         })
     }
 
@@ -376,8 +373,10 @@ impl Host for JsHost {
             self.books()
                 .events
                 .iter()
-                .filter(|e| e.run_id == run.as_str())
-                .cloned()
+                .filter(|(r, _, _)| r == run.as_str())
+                .filter_map(|(_, kind, payload)| Event::from_emitted(kind, payload).ok())
+                .enumerate()
+                .map(|(i, event)| RunEvent::now(run.as_str(), i as u64, event))
                 .collect()
         })
     }
@@ -507,5 +506,23 @@ mod tests {
         let named = json!({"messages": [], "provider": "openai"});
         host.call_json(&key(1), &named).await.expect("named");
         assert_eq!(fake.sent.lock().expect("sent")[0]["provider"], "openai");
+    }
+
+    #[tokio::test]
+    async fn the_runtimes_events_are_kept_for_their_run() {
+        let (host, _) = host(OPENWOP_APP_SNAPSHOT, json!({}), Some("mock"));
+        let run = RunId::new("r");
+        host.record_event(
+            &run,
+            "node.started",
+            json!({"nodeId": "n", "typeId": "community.x.y"}),
+        )
+        .await;
+        host.record_event(&RunId::new("other"), "node.started", json!({"nodeId": "n"}))
+            .await;
+        let events = host.events(&run).await;
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].kind(), "node.started");
+        assert_eq!(events[0].sequence, 0);
     }
 }
