@@ -102,19 +102,15 @@ function describe(thrown) {
 
 const TIMED_OUT = Symbol('timed out');
 
-// One ctx.callAI call. Resolves, never rejects, to JSON text: {result} or {error}.
+// One ctx.callAI call, raced against the node's deadline. Resolves, never rejects, to JSON
+// text: {result} or {error}.
 async function callHost(ctx, request, deadline) {
-  let timer;
   try {
     if (typeof ctx.callAI !== 'function') {
       return JSON.stringify({ error: { code: 'host_capability_missing', message: 'the host offers no ctx.callAI', thrown: 'missing' } });
     }
-    const remaining = deadline - Date.now();
-    const timeout = new Promise((resolve) => {
-      timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, remaining));
-    });
     const call = Promise.resolve().then(() => ctx.callAI(request));
-    const result = await Promise.race([call, timeout]);
+    const result = await Promise.race([call, deadline]);
     if (result === TIMED_OUT) {
       call.catch(() => {}); // settles after the node gave up on it: nobody is waiting
       return JSON.stringify({ error: { code: 'node_timeout', message: 'ctx.callAI did not settle within the node\'s timeout', thrown: 'timeout' } });
@@ -126,8 +122,6 @@ async function callHost(ctx, request, deadline) {
     }
   } catch (e) {
     return JSON.stringify({ error: describe(e) });
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -138,7 +132,6 @@ function text(v) {
 async function run(typeId, ctx) {
   const config = ctx !== null && typeof ctx === 'object' && ctx.config !== null && typeof ctx.config === 'object' ? ctx.config : {};
   const timeoutMs = Number.isFinite(config.timeoutMs) && config.timeoutMs > 0 ? config.timeoutMs : DEFAULTS.timeoutMs;
-  const deadline = Date.now() + timeoutMs;
   let request;
   try {
     request = JSON.stringify({
@@ -153,6 +146,11 @@ async function run(typeId, ctx) {
   } catch (e) {
     throw new WopNodeError('validation_error', `the node's inputs are not JSON: ${describe(e).message}`, { field: 'input' });
   }
+  // One timer per node execution: every call is raced against it.
+  let timer;
+  const deadline = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
+  });
   let answer;
   let task;
   try {
@@ -164,17 +162,18 @@ async function run(typeId, ctx) {
       if (step.error !== undefined) throw new Error(step.error);
       task = step.task;
       for (const c of step.calls) {
-        inflight.set(c.id, callHost(ctx, c.request, deadline).then((text) => ({ id: c.id, text })));
+        inflight.set(c.id, callHost(ctx, c.request, deadline).then((answerText) => ({ id: c.id, answerText })));
       }
-      const { id, text } = await Promise.race(inflight.values());
+      const { id, answerText } = await Promise.race(inflight.values());
       inflight.delete(id);
-      step = JSON.parse(addon.wopResume(task, id, text));
+      step = JSON.parse(addon.wopResume(task, id, answerText));
     }
     task = undefined;
     answer = step.done;
   } catch (e) {
     throw new WopNodeError(NODE_FAILED, `${typeId} could not run in its addon: ${describe(e).message}`);
   } finally {
+    clearTimeout(timer);
     if (task !== undefined) addon.wopCancel(task);
   }
   if (answer.status === 'success') return { status: 'success', outputs: answer.outputs };
