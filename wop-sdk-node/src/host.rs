@@ -262,6 +262,10 @@ impl JsHost {
     }
 
     /// One call, JSON in and out: the single place where the typed `Host` meets the JS edge.
+    ///
+    /// With the typed `Host` of issue 16, `Host::call_ai(key, &CallAiRequest)` is this with
+    /// `request.to_json()`, its value read with `CallAiResult::from_json(&value,
+    /// request.is_structured())` (a refusal there failed with `self.fail(e.to_envelope())`).
     pub fn call_json<'a>(
         &'a self,
         key: &'a AttemptKey,
