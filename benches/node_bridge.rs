@@ -18,10 +18,10 @@ use std::future::Future;
 use std::hint::black_box;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
-use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
+use wop_sdk::RunId;
+use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure};
 use wop_sdk::manifest::Pack;
-use wop_sdk::wire::{CapabilityDocument, ErrorEnvelope, RunEvent};
-use wop_sdk::{AttemptKey, Host, RunId};
+use wop_sdk::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
 
 fn packs() -> &'static [Pack] {
     static PACKS: OnceLock<Vec<Pack>> = OnceLock::new();
@@ -69,7 +69,7 @@ fn drive(request: &str) -> bool {
 /// A host that answers every call at once, in Rust.
 struct InRust {
     document: CapabilityDocument,
-    answer: Value,
+    answer: CallAiResult,
 }
 
 impl Host for InRust {
@@ -79,8 +79,8 @@ impl Host for InRust {
     fn call_ai<'a>(
         &'a self,
         _key: &'a AttemptKey,
-        _request: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, HostFailure>> {
+        _request: &'a CallAiRequest,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
         Box::pin(async move { Ok(self.answer.clone()) })
     }
     fn settle_ai_failure<'a>(
@@ -134,7 +134,7 @@ fn bench(c: &mut Criterion) {
         let parsed: Value = serde_json::from_str(&request).expect("request");
         let host = Arc::new(InRust {
             document: CapabilityDocument::from_json(&parsed["capabilities"]).expect("caps"),
-            answer: answer["result"].clone(),
+            answer: CallAiResult::from_json(&answer["result"], true).expect("a result"),
         });
         assert!(in_rust(&host, &parsed["inputs"]));
         group.bench_with_input(

@@ -22,11 +22,12 @@ async fn demo_report() -> (demo::BookReport, Vec<String>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&lines);
     let script = demo::bundled_script().expect("the bundled script parses");
-    let report = demo::run_book(&demo::demo_brief(), script, journal(), move |l| {
+    let progress = wop_sdk::cli::Progress::sink(move |l| {
         sink.lock().expect("lock").push(l.to_owned());
-    })
-    .await
-    .expect("the demo fits its budget");
+    });
+    let report = demo::run_book(&demo::demo_brief(), script, journal(), progress)
+        .await
+        .expect("the demo fits its budget");
     let lines = lines.lock().expect("lock").clone();
     (report, lines)
 }
@@ -67,12 +68,16 @@ async fn report_figures_equal_the_providers_own_count_and_the_scripts_sums() {
         let id = &n.outcome.node_id;
         let seen = received.iter().filter(|r| &r.node_id == id).count();
         assert_eq!(
-            n.requests() as usize,
-            seen,
+            n.requests().map(|r| r as usize),
+            Some(seen),
             "{id}: requests = provider's count"
         );
         assert_eq!(n.provider_requests, seen, "{id}");
-        assert_eq!(n.output_tokens(), tokens[id], "{id}: tokens = script sums");
+        assert_eq!(
+            n.output_tokens(),
+            Some(tokens[id]),
+            "{id}: tokens = script sums"
+        );
         assert_eq!(
             n.usage_complete(),
             !withheld.contains(id),
@@ -80,13 +85,13 @@ async fn report_figures_equal_the_providers_own_count_and_the_scripts_sums() {
         );
         assert!(n.estimate.fits, "{id}");
         assert!(
-            n.requests() <= n.estimate.requests,
+            n.requests().is_some_and(|r| r <= n.estimate.requests),
             "{id}: within the estimate"
         );
     }
 
     // The same figures, written out, so a change in the script or the host shows here.
-    let figures: Vec<(&str, u32, u64, bool)> = report
+    let figures: Vec<(&str, Option<u32>, Option<u64>, bool)> = report
         .nodes
         .iter()
         .map(|n| {
@@ -101,9 +106,9 @@ async fn report_figures_equal_the_providers_own_count_and_the_scripts_sums() {
     assert_eq!(
         figures,
         [
-            ("outline", 2, 40, false),
-            ("draft-1", 4, 30 + 180 + 600 + 820, true),
-            ("review-1", 1, 150, true),
+            ("outline", Some(2), Some(40), false),
+            ("draft-1", Some(4), Some(30 + 180 + 600 + 820), true),
+            ("review-1", Some(1), Some(150), true),
         ]
     );
     assert_eq!(withheld, BTreeSet::from(["outline".to_owned()]));
@@ -183,6 +188,7 @@ async fn charges_go_to_the_beneficiaries_and_progress_tells_the_story() {
         "draft-1: host retry, attempt 2 (truncation)",
         "draft-1: provider request answered, 820 output tokens",
         "review-1: completed",
+        "outline: provider request answered, output tokens unknown (the reply withheld its usage)",
     ] {
         assert!(
             lines.iter().any(|l| l.trim() == expected),
@@ -192,11 +198,114 @@ async fn charges_go_to_the_beneficiaries_and_progress_tells_the_story() {
 }
 
 #[tokio::test]
+async fn every_answered_request_has_a_progress_line_in_order() {
+    let (report, lines) = demo_report().await;
+    let received = report.provider.requests_of(&report.run_id);
+    let answered: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("provider request answered"))
+        .map(|l| l.split(':').next().expect("node id"))
+        .collect();
+    // One line per request the provider received, each under its node, in the same order.
+    let expected: Vec<&str> = received.iter().map(|r| r.node_id.as_str()).collect();
+    assert_eq!(answered, expected, "{lines:#?}");
+    // The reply that withheld its usage says so, and no line invents a 0 for it.
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("answered, 0 output tokens")),
+        "{lines:#?}"
+    );
+    let withheld = lines
+        .iter()
+        .filter(|l| l.contains("output tokens unknown"))
+        .count();
+    assert_eq!(withheld, 1, "{lines:#?}");
+}
+
+#[tokio::test]
+async fn the_budget_refusal_and_the_placeholder_read_as_the_budget_doing_its_job() {
+    let (report, lines) = demo_report().await;
+    let held = lines
+        .iter()
+        .find(|l| l.contains("held back by the node's budget"))
+        .unwrap_or_else(|| panic!("no held-back line in {lines:#?}"));
+    assert!(held.starts_with("draft-1: call 2"), "{held}");
+    assert!(held.contains("the budget doing its job"), "{held}");
+    let text = report.to_string();
+    let call = text
+        .lines()
+        .find(|l| l.contains("draft-1") && l.contains("call 2:"))
+        .unwrap_or_else(|| panic!("no call 2 in\n{text}"));
+    assert!(call.contains("never sent, nothing charged"), "{call}");
+    assert!(call.contains("the budget doing its job"), "{call}");
+    let mut book = text.lines().skip_while(|l| !l.starts_with("The book:"));
+    let placeholder = book
+        .find(|l| l.contains("[PLACEHOLDER]"))
+        .unwrap_or_else(|| panic!("no placeholder in\n{text}"));
+    assert!(placeholder.contains("ferryman"), "{placeholder}");
+    let why = book.next().expect("the line under the placeholder");
+    assert!(
+        why.trim_start()
+            .starts_with("by design: the node's budget held"),
+        "{why}"
+    );
+    // Unknown stays unknown in the report: the outline's tokens are a floor, not a total.
+    assert!(text.contains("at least 40"), "{text}");
+}
+
+#[tokio::test]
+async fn the_picture_has_a_bar_pair_per_node_and_metric() {
+    let (report, _) = demo_report().await;
+    let svg = report.chart().to_svg();
+    let doc = roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
+    let bars: Vec<(String, String, String)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("bar ")))
+        .map(|n| {
+            let attr = |k: &str| n.attribute(k).unwrap_or_default().to_owned();
+            (attr("class"), attr("data-node"), attr("data-value"))
+        })
+        .collect();
+    let value = |class: &str, node: &str| -> Vec<String> {
+        bars.iter()
+            .filter(|(c, n, _)| c == class && n == node)
+            .map(|(_, _, v)| v.clone())
+            .collect()
+    };
+    // Requests then output tokens: estimate and actual, per node.
+    assert_eq!(value("bar estimate", "draft-1"), ["6", "8400"]);
+    assert_eq!(value("bar actual", "draft-1"), ["4", "1630"]);
+    assert_eq!(value("bar actual", "outline"), ["2", "40"]);
+    assert_eq!(value("bar max-calls", "draft-1"), ["6"]);
+    assert_eq!(value("bar used", "draft-1"), ["4"]);
+    assert_eq!(value("bar used", "review-1"), ["1"]);
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    for label in [
+        "outline",
+        "draft-1",
+        "review-1",
+        "4 of 6",
+        "at least 40 (usage withheld)",
+    ] {
+        assert!(
+            texts.contains(&label),
+            "missing label `{label}` in {texts:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_node_that_cannot_fit_refuses_the_run() {
     let mut brief = demo::demo_brief();
     brief.scenes_per_chapter = 3;
     let script = demo::bundled_script().expect("script");
-    let refused = demo::run_book(&brief, script, journal(), |_| {})
+    let refused = demo::run_book(&brief, script, journal(), wop_sdk::cli::Progress::hidden())
         .await
         .expect_err("3 scenes x 3 requests exceed max_calls 6");
     assert!(!refused.estimate.fits());
@@ -215,11 +324,16 @@ async fn the_demo_reports_the_same_figures_on_a_sqlite_journal() {
         wop_sdk::journal::SqliteJournal::open(dir.join("book.db")).expect("sqlite journal"),
     );
     let script = demo::bundled_script().expect("script");
-    let on_disk = demo::run_book(&demo::demo_brief(), script, Arc::clone(&sqlite), |_| {})
-        .await
-        .expect("fits");
+    let on_disk = demo::run_book(
+        &demo::demo_brief(),
+        script,
+        Arc::clone(&sqlite),
+        wop_sdk::cli::Progress::hidden(),
+    )
+    .await
+    .expect("fits");
     let (in_memory, _) = demo_report().await;
-    let figures = |r: &demo::BookReport| -> Vec<(u32, u64, bool, u32)> {
+    let figures = |r: &demo::BookReport| -> Vec<(Option<u32>, Option<u64>, bool, u32)> {
         r.nodes
             .iter()
             .map(|n| {
@@ -242,4 +356,41 @@ async fn the_demo_reports_the_same_figures_on_a_sqlite_journal() {
         .count();
     assert_eq!(usage, 7 - 1, "7 requests, one withheld its usage");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The bars and labels of an SVG document, the title left out (it names the run).
+fn picture_facts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed SVG");
+    doc.descendants()
+        .filter_map(|n| {
+            let class = n.attribute("class")?;
+            if class.starts_with("bar ") {
+                Some(format!(
+                    "{class} {} {}",
+                    n.attribute("data-node")?,
+                    n.attribute("data-value")?
+                ))
+            } else if class == "value" || class == "node-label" {
+                Some(format!("{class} {}", n.text()?.trim()))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_readmes_picture_is_the_demos_current_output() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/report.svg");
+    let committed = std::fs::read_to_string(&path).expect("docs/report.svg is committed");
+    let (report, _) = demo_report().await;
+    assert_eq!(
+        picture_facts(&committed),
+        picture_facts(&report.chart().to_svg()),
+        "regenerate it: cargo run --example book_ai -- --report docs/report.svg"
+    );
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .expect("README");
+    assert!(readme.contains("](docs/report.svg)"), "the README shows it");
 }

@@ -57,18 +57,18 @@ async fn hostile_replies_end_as_a_retry_or_an_opaque_failure() {
         );
         let host = LocalHost::builder().provider(p.clone()).build();
         let r = host
-            .call_ai(
+            .call_ai_json(
                 &key(name),
                 &json!({"prompt": "x", "responseSchema": schema()}),
             )
             .await;
         let r = r.unwrap_or_else(|f| panic!("{name}: should be retried, got {}", f.public));
-        assert_eq!(r["attempts"]["count"], 2, "{name}");
+        assert_eq!(r.attempts.map(|a| a.count), Some(2), "{name}");
         // Not retried: an opaque failure, the cause in the private diagnostics.
         let p = ScriptedProvider::new([hostile].into_iter().collect());
         let host = LocalHost::builder().provider(p).build();
         let f = host
-            .call_ai(
+            .call_ai_json(
                 &key(name),
                 &json!({"prompt": "x", "responseSchema": schema(), "retry": {"maxAttempts": 1}}),
             )
@@ -99,7 +99,7 @@ async fn a_plain_call_with_invalid_utf8_fails_cleanly() {
     let p = ScriptedProvider::new([raw(vec![0xc3, 0x28])].into_iter().collect());
     let host = LocalHost::builder().provider(p).build();
     let f = host
-        .call_ai(&key("plain"), &json!({"prompt": "x"}))
+        .call_ai_json(&key("plain"), &json!({"prompt": "x"}))
         .await
         .expect_err("not UTF-8");
     assert_eq!(f.public.error, ErrorCode::UpstreamUnavailable);
@@ -139,7 +139,7 @@ async fn a_reply_after_the_caller_gave_up_is_ambiguous_and_never_charged() {
         .provider_timeout(Duration::from_millis(20))
         .build();
     let f = host
-        .call_ai(
+        .call_ai_json(
             &key("late"),
             &json!({"prompt": "x", "responseSchema": schema()}),
         )
@@ -257,7 +257,7 @@ async fn a_failing_write_before_dispatch_refuses_the_call() {
         .journal(journal)
         .build();
     let f = host
-        .call_ai(&key("fb"), &json!({"prompt": "x"}))
+        .call_ai_json(&key("fb"), &json!({"prompt": "x"}))
         .await
         .expect_err("refused");
     assert_eq!(f.public.error, ErrorCode::UpstreamUnavailable);
@@ -284,13 +284,13 @@ async fn a_failing_terminal_write_is_ambiguous_on_re_entry_and_not_charged() {
         .build();
     let req = json!({"prompt": "x"});
     let f = host
-        .call_ai(&key("ff"), &req)
+        .call_ai_json(&key("ff"), &req)
         .await
         .expect_err("outcome not durable");
     assert_eq!(f.public.error, ErrorCode::UpstreamUnavailable);
     journal.fail_finish.store(false, Ordering::SeqCst);
     let f = host
-        .call_ai(&key("ff"), &req)
+        .call_ai_json(&key("ff"), &req)
         .await
         .expect_err("ambiguous on re-entry");
     assert_eq!(f.public.error, ErrorCode::UpstreamUnavailable);

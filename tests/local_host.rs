@@ -52,11 +52,12 @@ async fn schema_violation_is_retried_and_every_request_is_counted() {
         |b| b,
     );
     let r = host
-        .call_ai(
+        .call_ai_json(
             &key("r1", 0),
             &json!({"prompt": "t", "responseSchema": schema(), "maxTokens": 100}),
         )
         .await
+        .map(|r| r.to_json())
         .expect("completes on the third request");
     assert_eq!(
         r["attempts"],
@@ -82,11 +83,12 @@ async fn truncation_grows_the_budget_unless_growth_is_off() {
     let big = || Step::json(&json!({"title": "a long scene"}), 150);
     let (host, provider) = host_with(vec![big(), big()], |b| b);
     let r = host
-        .call_ai(
+        .call_ai_json(
             &key("grow", 0),
             &json!({"prompt": "t", "responseSchema": schema(), "maxTokens": 100}),
         )
         .await
+        .map(|r| r.to_json())
         .expect("completes with a grown budget");
     assert_eq!(r["attempts"]["count"], 2);
     let budgets: Vec<u32> = provider.requests().iter().map(|r| r.max_tokens).collect();
@@ -95,11 +97,11 @@ async fn truncation_grows_the_budget_unless_growth_is_off() {
 
     let (host, provider) = host_with(vec![big(), big(), big()], |b| b);
     let failure = host
-        .call_ai(
+        .call_ai_json(
             &key("fixed", 0),
             &json!({"prompt": "t", "responseSchema": schema(), "maxTokens": 100, "retry": {"growMaxTokens": false}}),
         )
-        .await
+        .await.map(|r| r.to_json())
         .expect_err("never completes without growth");
     assert_eq!(
         failure.public.error,
@@ -128,11 +130,12 @@ async fn growth_stops_at_the_provider_maximum() {
     let big = || Step::json(&json!({"title": "x"}), 10_000);
     let (host, provider) = host_with(vec![big(), big(), big()], |b| b.provider_max_tokens(300));
     let _ = host
-        .call_ai(
+        .call_ai_json(
             &key("cap", 0),
             &json!({"prompt": "t", "responseSchema": schema(), "maxTokens": 100}),
         )
-        .await;
+        .await
+        .map(|r| r.to_json());
     let budgets: Vec<u32> = provider.requests().iter().map(|r| r.max_tokens).collect();
     assert_eq!(budgets, [100, 200, 300]);
 }
@@ -142,11 +145,12 @@ async fn a_refusal_makes_exactly_one_request_and_its_text_stays_private() {
     let refusal = Step::text("I refuse: SECRET-POLICY-7", 3).finish(FinishReason::ContentFilter);
     let (host, provider) = host_with(vec![refusal, valid(), valid()], |b| b);
     let f = host
-        .call_ai(
+        .call_ai_json(
             &key("ref", 0),
             &json!({"prompt": "t", "responseSchema": schema()}),
         )
         .await
+        .map(|r| r.to_json())
         .expect_err("refused");
     assert_eq!(f.public.error, ErrorCode::EnvelopeRefusal);
     assert_eq!(provider.request_count(), 1);
@@ -171,22 +175,24 @@ async fn max_attempts_is_clamped_to_the_ceiling_and_one_turns_retries_off() {
     let bad = || Step::text("not json", 1);
     let (host, provider) = host_with((0..20).map(|_| bad()).collect(), |b| b);
     let f = host
-        .call_ai(
+        .call_ai_json(
             &key("clamp", 0),
             &json!({"prompt": "t", "responseSchema": schema(), "retry": {"maxAttempts": 16}}),
         )
         .await
+        .map(|r| r.to_json())
         .expect_err("invalid every time");
     assert_eq!(f.public.error, ErrorCode::EnvelopeInvalid);
     assert_eq!(provider.request_count(), 3, "the ceiling of 3 holds");
 
     let (host, provider) = host_with(vec![bad(), valid()], |b| b);
     let _ = host
-        .call_ai(
+        .call_ai_json(
             &key("one", 0),
             &json!({"prompt": "t", "responseSchema": schema(), "retry": {"maxAttempts": 1}}),
         )
         .await
+        .map(|r| r.to_json())
         .expect_err("no retry");
     assert_eq!(provider.request_count(), 1);
     let ev = events(&host, "one").await;
@@ -209,11 +215,12 @@ async fn a_malformed_retry_is_refused_before_any_request() {
     ] {
         let (host, provider) = host_with(vec![valid()], |b| b);
         let f = host
-            .call_ai(
+            .call_ai_json(
                 &key("bad", 0),
                 &json!({"prompt": "t", "responseSchema": schema(), "retry": retry}),
             )
             .await
+            .map(|r| r.to_json())
             .expect_err("refused");
         assert_eq!(f.public.error, ErrorCode::ValidationError);
         assert_eq!(f.public.field(), Some(field));
@@ -225,11 +232,12 @@ async fn a_malformed_retry_is_refused_before_any_request() {
 async fn an_older_host_ignores_retry_and_reports_no_attempts() {
     let (host, provider) = host_with(vec![Step::text("x", 1), valid()], |b| b.older_host());
     let r = host
-        .call_ai(
+        .call_ai_json(
             &key("old", 0),
             &json!({"prompt": "t", "responseSchema": schema(), "retry": {"maxAttempts": 0}}),
         )
         .await
+        .map(|r| r.to_json())
         .expect("an older host ignores the unknown field");
     assert!(r.get("attempts").is_none());
     assert_eq!(provider.request_count(), 2);
@@ -244,11 +252,12 @@ async fn the_fallback_request_is_counted_in_attempts_and_in_the_cap() {
         |b| b.nl_fallback(true),
     );
     let r = host
-        .call_ai(
+        .call_ai_json(
             &key("fb", 0),
             &json!({"prompt": "t", "responseSchema": schema()}),
         )
         .await
+        .map(|r| r.to_json())
         .expect("fallback");
     assert_eq!(r["attempts"]["count"], 3);
     assert_eq!(r["attempts"]["structuredOutput"], "prompt");
@@ -263,11 +272,12 @@ async fn the_fallback_request_is_counted_in_attempts_and_in_the_cap() {
 async fn usage_withheld_makes_usage_incomplete_and_emits_no_usage_event() {
     let (host, _) = host_with(vec![Step::text("x", 4).without_usage(), valid()], |b| b);
     let r = host
-        .call_ai(
+        .call_ai_json(
             &key("u", 0),
             &json!({"prompt": "t", "responseSchema": schema()}),
         )
         .await
+        .map(|r| r.to_json())
         .expect("ok");
     assert_eq!(
         r["attempts"],
@@ -280,8 +290,9 @@ async fn usage_withheld_makes_usage_incomplete_and_emits_no_usage_event() {
 async fn a_plain_call_is_one_request_without_structured_output() {
     let (host, provider) = host_with(vec![Step::text("hello", 2), valid()], |b| b);
     let r = host
-        .call_ai(&key("p", 0), &json!({"prompt": "t"}))
+        .call_ai_json(&key("p", 0), &json!({"prompt": "t"}))
         .await
+        .map(|r| r.to_json())
         .expect("ok");
     assert_eq!(r["content"], "hello");
     assert_eq!(
@@ -301,11 +312,12 @@ async fn concurrent_calls_never_exceed_the_generation_cap() {
     for i in 0..40 {
         let host = Arc::clone(&host);
         tasks.push(tokio::spawn(async move {
-            host.call_ai(
+            host.call_ai_json(
                 &key("conc", i),
                 &json!({"prompt": "t", "responseSchema": schema()}),
             )
             .await
+            .map(|r| r.to_json())
             .is_ok()
         }));
     }
@@ -330,11 +342,12 @@ async fn the_generation_cap_holds_on_a_multi_thread_runtime() {
         .map(|i| {
             let host = Arc::clone(&host);
             tokio::spawn(async move {
-                host.call_ai(
+                host.call_ai_json(
                     &key("mt", i),
                     &json!({"prompt": "t", "responseSchema": schema()}),
                 )
                 .await
+                .map(|r| r.to_json())
                 .is_ok()
             })
         })
@@ -352,16 +365,19 @@ async fn the_run_ceiling_refuses_before_dispatch_and_the_refusal_is_not_charged(
         b.max_generations_per_run(2)
     });
     let _ = host
-        .call_ai(&key("ceil", 0), &json!({"prompt": "a"}))
+        .call_ai_json(&key("ceil", 0), &json!({"prompt": "a"}))
         .await
+        .map(|r| r.to_json())
         .expect("1");
     let _ = host
-        .call_ai(&key("ceil", 1), &json!({"prompt": "b"}))
+        .call_ai_json(&key("ceil", 1), &json!({"prompt": "b"}))
         .await
+        .map(|r| r.to_json())
         .expect("2");
     let f = host
-        .call_ai(&key("ceil", 2), &json!({"prompt": "c"}))
+        .call_ai_json(&key("ceil", 2), &json!({"prompt": "c"}))
         .await
+        .map(|r| r.to_json())
         .expect_err("refused");
     assert_eq!(f.public.error, ErrorCode::BudgetExhausted);
     assert_eq!(provider.request_count(), 2);
@@ -376,15 +392,17 @@ async fn the_run_ceiling_refuses_before_dispatch_and_the_refusal_is_not_charged(
 async fn charges_go_to_the_beneficiaries_or_the_owner() {
     let (host, _) = host_with(vec![Step::text("x", 5), Step::text("y", 6)], |b| b);
     let _ = host
-        .call_ai(
+        .call_ai_json(
             &key("bill", 0),
             &json!({"prompt": "a", "beneficiaryUserIds": ["ana", "bo"]}),
         )
         .await
+        .map(|r| r.to_json())
         .expect("ok");
     let _ = host
-        .call_ai(&key("bill", 1), &json!({"prompt": "b"}))
+        .call_ai_json(&key("bill", 1), &json!({"prompt": "b"}))
         .await
+        .map(|r| r.to_json())
         .expect("ok");
     let by = host
         .charges_by_beneficiary(Some(&RunId::new("bill")))
@@ -399,9 +417,17 @@ async fn charges_go_to_the_beneficiaries_or_the_owner() {
 async fn re_entry_replays_the_exact_result_and_a_changed_request_is_refused() {
     let (host, provider) = host_with(vec![Step::text("not json", 1), valid()], |b| b);
     let req = json!({"prompt": "t", "responseSchema": schema()});
-    let first = host.call_ai(&key("re", 0), &req).await.expect("ok");
+    let first = host
+        .call_ai_json(&key("re", 0), &req)
+        .await
+        .map(|r| r.to_json())
+        .expect("ok");
     let usage_events = count(&events(&host, "re").await, kind::PROVIDER_USAGE);
-    let again = host.call_ai(&key("re", 0), &req).await.expect("replayed");
+    let again = host
+        .call_ai_json(&key("re", 0), &req)
+        .await
+        .map(|r| r.to_json())
+        .expect("replayed");
     assert_eq!(first.to_string(), again.to_string(), "byte-identical");
     assert_eq!(provider.request_count(), 2, "no new provider request");
     assert_eq!(
@@ -419,8 +445,9 @@ async fn re_entry_replays_the_exact_result_and_a_changed_request_is_refused() {
     );
     let changed = json!({"prompt": "t!", "responseSchema": schema()});
     let f = host
-        .call_ai(&key("re", 0), &changed)
+        .call_ai_json(&key("re", 0), &changed)
         .await
+        .map(|r| r.to_json())
         .expect_err("integrity error");
     assert_eq!(f.public.error, ErrorCode::IdempotencyKeyMismatch);
 }
@@ -432,8 +459,9 @@ async fn a_provider_that_never_answers_is_an_ambiguous_terminal_failure() {
     });
     let req = json!({"prompt": "t", "responseSchema": schema(), "beneficiaryUserIds": ["ana"]});
     let f = host
-        .call_ai(&key("amb", 0), &req)
+        .call_ai_json(&key("amb", 0), &req)
         .await
+        .map(|r| r.to_json())
         .expect_err("ambiguous");
     assert_eq!(f.public.error, ErrorCode::UpstreamUnavailable);
     assert_eq!(
@@ -451,8 +479,9 @@ async fn a_provider_that_never_answers_is_an_ambiguous_terminal_failure() {
     assert!(host.diagnostics().iter().any(|d| d.ambiguous));
     // Re-entry replays the terminal failure, still without a provider request.
     let f = host
-        .call_ai(&key("amb", 0), &req)
+        .call_ai_json(&key("amb", 0), &req)
         .await
+        .map(|r| r.to_json())
         .expect_err("still failed");
     assert_eq!(f.public.error, ErrorCode::UpstreamUnavailable);
     assert_eq!(provider.request_count(), 1);
@@ -462,25 +491,28 @@ async fn a_provider_that_never_answers_is_an_ambiguous_terminal_failure() {
 async fn lineage_must_name_a_completed_attempt_of_the_same_run() {
     let (host, _) = host_with(vec![valid(), valid(), valid()], |b| b);
     let first = host
-        .call_ai(
+        .call_ai_json(
             &key("lin", 0),
             &json!({"prompt": "t", "responseSchema": schema()}),
         )
         .await
+        .map(|r| r.to_json())
         .expect("ok");
     let id = first["attemptId"].as_str().expect("attempt id").to_owned();
     let retry = json!({"prompt": "t2", "responseSchema": schema(), "retryOfAttemptId": id, "retryReason": "invalid_output"});
-    host.call_ai(&key("lin", 1), &retry)
+    host.call_ai_json(&key("lin", 1), &retry)
         .await
+        .map(|r| r.to_json())
         .expect("a deliberate retry is a new call");
     let f = host
-        .call_ai(&key("other-run", 0), &retry)
+        .call_ai_json(&key("other-run", 0), &retry)
         .await
+        .map(|r| r.to_json())
         .expect_err("another run's attempt");
     assert_eq!(f.public.field(), Some("retryOfAttemptId"));
     let f = host
-        .call_ai(&key("lin", 2), &json!({"prompt": "t", "retryOfAttemptId": "att_madeup", "retryReason": "user_requested"}))
-        .await
+        .call_ai_json(&key("lin", 2), &json!({"prompt": "t", "retryOfAttemptId": "att_madeup", "retryReason": "user_requested"}))
+        .await.map(|r| r.to_json())
         .expect_err("made up");
     assert_eq!(f.public.field(), Some("retryOfAttemptId"));
     assert_eq!(
@@ -508,11 +540,12 @@ async fn a_script_loads_from_json_with_errors_that_name_the_field() {
 async fn events_carry_sequence_numbers_in_order() {
     let (host, _) = host_with(vec![Step::text("x", 1), valid()], |b| b);
     let _ = host
-        .call_ai(
+        .call_ai_json(
             &key("seq", 0),
             &json!({"prompt": "t", "responseSchema": schema()}),
         )
-        .await;
+        .await
+        .map(|r| r.to_json());
     let ev = events(&host, "seq").await;
     let seqs: Vec<u64> = ev.iter().map(|e| e.sequence).collect();
     assert_eq!(seqs, (0..ev.len() as u64).collect::<Vec<_>>());
@@ -522,8 +555,9 @@ async fn events_carry_sequence_numbers_in_order() {
 async fn a_failure_is_settled_only_in_its_own_run() {
     let (host, _) = host_with(vec![Step::Error("boom".into())], |b| b);
     let f = host
-        .call_ai(&key("mine", 0), &json!({"prompt": "t"}))
+        .call_ai_json(&key("mine", 0), &json!({"prompt": "t"}))
         .await
+        .map(|r| r.to_json())
         .expect_err("fails");
     let refused = host
         .settle_ai_failure(&RunId::new("theirs"), f.token)

@@ -190,7 +190,7 @@ proptest! {
             let request = json!({"prompt": "p", "maxTokens": 100, "retry": retry,
                 "responseSchema": {"type": "object", "required": ["title"]}});
             let run = RunId::new("prop");
-            let answer = host.call_ai(&AttemptKey { run_id: run.clone(), node_id: "n".into(), call_index: 0 }, &request).await;
+            let answer = host.call_ai_json(&AttemptKey { run_id: run.clone(), node_id: "n".into(), call_index: 0 }, &request).await;
             let sent = provider.requests();
             let cap = max_attempts.map_or(ceiling, |m| m.min(ceiling));
             prop_assert!(sent.len() <= usize::from(cap), "{} requests over a cap of {cap}", sent.len());
@@ -208,7 +208,7 @@ proptest! {
             prop_assert_eq!(summed, reported.iter().sum::<u64>());
             match answer {
                 Ok(result) => {
-                    let a = &result["attempts"];
+                    let a = &result.to_json()["attempts"];
                     prop_assert_eq!(a["count"].as_u64(), Some(sent.len() as u64));
                     prop_assert_eq!(a["outputTokens"].as_u64(), Some(summed));
                     prop_assert_eq!(a["usageComplete"].as_bool(), Some(served.iter().all(|r| r.usage)));

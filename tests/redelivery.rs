@@ -263,7 +263,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
             .filter(|e| e.kind() == kind::PROVIDER_USAGE)
             .count()
     };
-    let before = usage_events(&wop_sdk::Host::events(&host, &run).await);
+    let before = usage_events(&wop_sdk::host::Host::events(&host, &run).await);
     drop(host);
 
     // A new process would reopen the file: so does this host.
@@ -279,7 +279,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
     );
     assert_eq!(provider.request_count(), 2, "zero new provider requests");
     assert_eq!(
-        usage_events(&wop_sdk::Host::events(&host, &run).await),
+        usage_events(&wop_sdk::host::Host::events(&host, &run).await),
         before,
         "no new provider.usage"
     );

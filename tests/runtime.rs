@@ -8,7 +8,9 @@ use std::sync::Arc;
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
 use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::node::execute;
-use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope, RunEvent};
+use wop_sdk::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, RunEvent,
+};
 use wop_sdk::{
     AiRequest, CallPlan, Capabilities, Estimate, NodeCtx, NodeError, PlannedCall, RetryPolicy,
     RetryReason, Text, wop_node,
@@ -215,17 +217,21 @@ impl Host for Recorder {
     fn call_ai<'a>(
         &'a self,
         key: &'a AttemptKey,
-        request: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, HostFailure>> {
+        request: &'a CallAiRequest,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
         Box::pin(async move {
             let mut r = self.inner.call_ai(key, request).await;
-            if let (Ok(v), Some(field)) = (&mut r, self.strip) {
-                v.as_object_mut().map(|m| m.remove(field));
+            if let Ok(v) = &mut r {
+                match self.strip {
+                    Some("attempts") => v.attempts = None,
+                    Some("attemptId") => v.attempt_id = None,
+                    _ => {}
+                }
             }
             if let Ok(mut log) = self.log.lock() {
-                log.0.push(request.clone());
+                log.0.push(request.to_json());
                 if let Ok(v) = &r {
-                    log.1.push(v.clone());
+                    log.1.push(v.to_json());
                 }
             }
             r

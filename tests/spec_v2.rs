@@ -1015,14 +1015,14 @@ fn everything_the_command_line_writes_follows_the_rules() {
         ]);
         let run_id = out["outcome"]["runId"].as_str().expect("runId").to_owned();
         assert!(run_id_ok(&run_id), "{run_id}");
-        if let Some(error) = out["outcome"]["result"].get("Err") {
+        if let Some(error) = out["outcome"].get("error") {
             assert_eq!(envelope_problems(error), Vec::<String>::new(), "{error}");
         }
         runs.push((name, run_id, out));
     }
-    let failed = &runs[1].2["outcome"]["result"];
+    let failed = &runs[1].2["outcome"];
     assert!(
-        failed.get("Err").is_some(),
+        failed["status"] == "failed" && failed.get("error").is_some(),
         "the failing script fails the node: {failed}"
     );
 

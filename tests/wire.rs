@@ -2,11 +2,11 @@
 //! field, v1 spellings in and v2 out, and capability negotiation.
 
 use serde_json::{Value, json};
-use wop_sdk::Capabilities;
 use wop_sdk::wire::{
     Attempts, CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, FinishReason, RunEvent,
     Usage, normalize_type,
 };
+use wop_sdk::{Capabilities, Capability};
 
 #[test]
 fn the_rfc_positive_example_round_trips() {
@@ -60,6 +60,24 @@ fn every_retry_rule_names_its_field() {
             (ErrorCode::ValidationError, field),
             "retry = {retry}"
         );
+    }
+    // RFC 0248 types the keys as an integer and a boolean: `null` is malformed, not absent.
+    for (retry, field) in [
+        (json!({"maxAttempts": null}), "retry.maxAttempts"),
+        (json!({"growMaxTokens": null}), "retry.growMaxTokens"),
+        (
+            json!({"maxAttempts": 2, "growMaxTokens": null}),
+            "retry.growMaxTokens",
+        ),
+    ] {
+        let e = CallAiRequest::from_json(&json!({"prompt": "x", "retry": retry}))
+            .expect_err("null is refused");
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            (ErrorCode::ValidationError, field),
+            "retry = {retry}"
+        );
+        assert!(e.rule.contains("must not be `null`"), "{}", e.rule);
     }
     let ok = CallAiRequest::from_json(
         &json!({"prompt": "x", "retry": {"maxAttempts": 16, "growMaxTokens": false}}),
@@ -179,6 +197,53 @@ fn a_result_that_breaks_rfc_0248_a_is_a_protocol_error_naming_the_field() {
     );
 }
 
+/// `attempts` must agree with itself and with `usage` (§A.2, §A.4): complete usage has a sum,
+/// and the sum includes the final attempt's own `usage.outputTokens`.
+#[test]
+fn a_result_whose_attempts_contradict_themselves_is_a_protocol_error() {
+    assert_eq!(
+        protocol_error(
+            json!({"content": "x", "attempts": {"count": 2, "usageComplete": true}}),
+            false
+        ),
+        "attempts.outputTokens"
+    );
+    assert_eq!(
+        protocol_error(
+            json!({"content": "x", "usage": {"outputTokens": 900},
+                   "attempts": {"count": 2, "outputTokens": 800, "usageComplete": true}}),
+            false
+        ),
+        "attempts.outputTokens"
+    );
+    assert_eq!(
+        protocol_error(
+            json!({"content": "x", "usage": {"outputTokens": 9},
+                   "attempts": {"count": 2, "usageComplete": false}}),
+            false
+        ),
+        "attempts.outputTokens"
+    );
+    assert_eq!(
+        protocol_error(
+            json!({"content": "x", "attempts": {"count": 0, "outputTokens": 0, "usageComplete": true}}),
+            false
+        ),
+        "attempts.count"
+    );
+    // Consistent answers are accepted: incomplete usage without a sum (no attempt reported
+    // any), and a sum that covers the final attempt.
+    for ok in [
+        json!({"content": "x", "attempts": {"count": 1, "usageComplete": false}}),
+        json!({"content": "x", "usage": {"outputTokens": 7},
+               "attempts": {"count": 2, "outputTokens": 7, "usageComplete": false}}),
+        json!({"content": "x", "usage": {"outputTokens": 7},
+               "attempts": {"count": 2, "outputTokens": 12, "usageComplete": true}}),
+    ] {
+        assert!(CallAiResult::from_json(&ok, false).is_ok(), "{ok}");
+    }
+}
+
 #[test]
 fn v1_spellings_are_accepted_and_v2_written() {
     let u: Usage = serde_json::from_value(json!({"promptTokens": 3, "completionTokens": 4}))
@@ -246,7 +311,7 @@ fn a_v1_and_a_v2_document_negotiate_to_the_same_capabilities() {
     assert_eq!(draft, v2);
     assert_eq!(v2.to_json(), v2_doc(), "v2 is written back unchanged");
     let caps = Capabilities::negotiate(v1);
-    assert!(caps.attempts().is_some() && caps.retry_policy().is_some());
+    assert!(caps.has(Capability::Attempts) && caps.has(Capability::RetryPolicy));
     assert_eq!(
         (caps.max_retry_attempts(), caps.truncation_multiplier()),
         (3, 2)
@@ -263,12 +328,12 @@ fn a_document_without_call_accounting_yields_no_proof() {
         .as_object_mut()
         .map(|m| m.remove("callAccounting"));
     let caps = Capabilities::negotiate(CapabilityDocument::from_json(&doc).expect("valid"));
-    assert!(caps.attempts().is_none());
-    assert!(caps.retry_policy().is_none());
+    assert!(!caps.has(Capability::Attempts));
+    assert!(!caps.has(Capability::RetryPolicy));
     let v1_off =
         json!({"aiProviders": {"supported": ["mock"], "callAccounting": {"supported": false}}});
     let caps = Capabilities::negotiate(CapabilityDocument::from_json(&v1_off).expect("valid"));
-    assert!(caps.attempts().is_none());
+    assert!(!caps.has(Capability::Attempts));
 }
 
 #[test]
@@ -298,5 +363,5 @@ fn a_family_advertised_as_unsupported_contributes_nothing() {
         CapabilityDocument::from_json(&parsed.to_json()),
         Ok(parsed.clone())
     );
-    assert!(Capabilities::negotiate(parsed).attempts().is_none());
+    assert!(!Capabilities::negotiate(parsed).has(Capability::Attempts));
 }

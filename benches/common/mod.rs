@@ -105,7 +105,7 @@ impl Node for Caller {
         &'a self,
         ctx: &'a NodeCtx<'run>,
         _input: In,
-    ) -> BoxFuture<'a, Result<Out, NodeError>> {
+    ) -> BoxFuture<'a, Result<Out, NodeError<'run>>> {
         Box::pin(async move {
             for _ in 0..self.calls {
                 if self.plain {

@@ -22,11 +22,21 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::{Mutex, PoisonError};
 use wop_sdk::budget::NodeEstimate;
+use wop_sdk::cli::report::{Chart, ChartRow};
+use wop_sdk::cli::{Progress, WatchedProvider};
 use wop_sdk::journal::{Journal, MemoryJournal};
-use wop_sdk::local::{LocalHost, RunOptions, Script, ScriptedProvider};
-use wop_sdk::node::NodeOutcome;
-use wop_sdk::{Capabilities, DynNode, Estimate, Node, RunId};
+use wop_sdk::local::{
+    LocalConfig, LocalHost, Provider, ProviderRequest, RunOptions, Script, ScriptedProvider,
+};
+use wop_sdk::node::{CallReport, DynNode, NodeOutcome};
+use wop_sdk::{Capabilities, Estimate, Node, RunId};
+
+/// The public code of a call the node's budget refused before dispatch.
+fn budget_exhausted() -> &'static str {
+    wop_sdk::wire::ErrorCode::BudgetExhausted.as_str()
+}
 
 /// The bundled script, compiled into the binary.
 pub const SCRIPT: &str = include_str!("script.json");
@@ -88,18 +98,31 @@ pub struct NodeRun {
     pub provider_requests: usize,
 }
 
-impl NodeRun {
-    /// Provider requests the host reported (`attempts.count`, summed over the calls).
-    pub fn requests(&self) -> u32 {
-        self.outcome.calls.iter().filter_map(|c| c.requests).sum()
-    }
+/// A call the runtime refused before dispatch: nothing charged, nothing sent.
+fn never_sent(c: &CallReport) -> bool {
+    c.charged == 0 && c.requests.is_none()
+}
 
-    /// Output tokens the host reported (`attempts.outputTokens`, summed).
-    pub fn output_tokens(&self) -> u64 {
+impl NodeRun {
+    /// Provider requests the host reported (`attempts.count`, summed over the calls); `None`
+    /// when a dispatched call reported none (a failed call carries no `attempts`).
+    pub fn requests(&self) -> Option<u32> {
         self.outcome
             .calls
             .iter()
-            .filter_map(|c| c.output_tokens)
+            .filter(|c| !never_sent(c))
+            .map(|c| c.requests)
+            .sum()
+    }
+
+    /// Output tokens the host reported (`attempts.outputTokens`, summed); `None` when a
+    /// dispatched call reported none.
+    pub fn output_tokens(&self) -> Option<u64> {
+        self.outcome
+            .calls
+            .iter()
+            .filter(|c| !never_sent(c))
+            .map(|c| c.output_tokens)
             .sum()
     }
 
@@ -116,8 +139,23 @@ impl NodeRun {
         self.outcome
             .calls
             .iter()
-            .filter(|c| c.status == wop_sdk::wire::ErrorCode::BudgetExhausted.as_str())
+            .filter(|c| c.status == budget_exhausted())
             .count()
+    }
+
+    /// The node's row of the picture: estimate against actual.
+    pub fn chart_row(&self) -> ChartRow {
+        ChartRow {
+            node_id: self.outcome.node_id.clone(),
+            estimate_requests: self.estimate.requests,
+            requests: u32::try_from(self.provider_requests).ok(),
+            estimate_output_tokens: self.estimate.output_tokens,
+            output_tokens: self.output_tokens(),
+            output_tokens_floor: !self.usage_complete(),
+            budget_used: self.outcome.budget.used,
+            max_calls: self.outcome.budget.max_calls,
+            held_back: u32::try_from(self.refused_calls()).unwrap_or(u32::MAX),
+        }
     }
 }
 
@@ -132,8 +170,8 @@ pub struct BookReport {
     pub nodes: Vec<NodeRun>,
     /// Charges per beneficiary: (generations, output tokens).
     pub charges: BTreeMap<String, (u32, u64)>,
-    /// The provider, to compare its own record with the report.
-    pub provider: ScriptedProvider,
+    /// What the provider was sent, to compare its own record with the report.
+    pub provider: Sent,
     /// The book as far as it got.
     pub outline: Option<Outline>,
     /// The drafted chapters.
@@ -146,6 +184,17 @@ impl BookReport {
     /// Whether every node completed.
     pub fn completed(&self) -> bool {
         self.nodes.iter().all(|n| n.outcome.result.is_ok())
+    }
+
+    /// The picture: estimate against actual per node.
+    pub fn chart(&self) -> Chart {
+        Chart {
+            title: format!(
+                "Book AI demo: estimate against actual (run {})",
+                self.run_id
+            ),
+            rows: self.nodes.iter().map(NodeRun::chart_row).collect(),
+        }
     }
 }
 
@@ -185,48 +234,116 @@ pub fn estimate_book(host: &LocalHost, brief: &BookBrief) -> Estimate {
     estimate
 }
 
+/// The provider's own record of every request it was sent: the report's "provider" column is
+/// the provider's count, not the runtime's.
+#[derive(Clone, Debug, Default)]
+pub struct Sent(Arc<Mutex<Vec<ProviderRequest>>>);
+
+impl Sent {
+    fn push(&self, request: &ProviderRequest) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(request.clone());
+    }
+
+    /// The requests sent for `run`, in order.
+    pub fn requests_of(&self, run: &RunId) -> Vec<ProviderRequest> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|r| &r.run_id == run)
+            .cloned()
+            .collect()
+    }
+}
+
 /// Estimates, then runs the book: outline, then per chapter a draft and a review, as nodes of
 /// one run on a local host with the scripted provider. `journal` is where the run is recorded
-/// (in memory for the demo; a `SqliteJournal` plugs in here unchanged). `progress` receives the
-/// estimate table first, then one line per interesting event while the run goes.
+/// (in memory for the demo; a `SqliteJournal` plugs in here unchanged). `progress` gets the
+/// estimate table first, then one line per provider answer and per interesting event while the
+/// run goes.
 pub async fn run_book(
     brief: &BookBrief,
     script: Script,
     journal: Arc<dyn Journal>,
-    progress: impl Fn(&str) + Send + Sync + 'static,
+    progress: Progress,
 ) -> Result<BookReport, Refused> {
-    let progress = Arc::new(progress);
-    let live = Arc::clone(&progress);
-    let provider = ScriptedProvider::default();
-    let host = LocalHost::builder()
-        .provider(provider.clone())
+    let mock = ScriptedProvider::default();
+    let provider = Arc::new(mock.clone()) as Arc<dyn Provider>;
+    run_book_on(
+        brief,
+        provider,
+        Some((mock, script)),
+        |_| {},
+        journal,
+        progress,
+    )
+    .await
+}
+
+/// [`run_book`] with any provider (an OpenAI-compatible server, say) and the host settings it
+/// needs (`configure`).
+pub async fn run_book_with(
+    brief: &BookBrief,
+    provider: Arc<dyn Provider>,
+    configure: impl FnOnce(&mut LocalConfig),
+    journal: Arc<dyn Journal>,
+    progress: Progress,
+) -> Result<BookReport, Refused> {
+    run_book_on(brief, provider, None, configure, journal, progress).await
+}
+
+async fn run_book_on(
+    brief: &BookBrief,
+    provider: Arc<dyn Provider>,
+    scripted: Option<(ScriptedProvider, Script)>,
+    configure: impl FnOnce(&mut LocalConfig),
+    journal: Arc<dyn Journal>,
+    progress: Progress,
+) -> Result<BookReport, Refused> {
+    let sent = Sent::default();
+    let (on_reply, on_event, record) = (progress.clone(), progress.clone(), sent.clone());
+    let mut builder = LocalHost::builder()
+        .config(configure)
+        // Every answer the provider gives gets a line, including a reply that withheld its usage
+        // (no `provider.usage` event says anything about it).
+        .provider(WatchedProvider::new(provider, move |request, answer| {
+            record.push(request);
+            on_reply.reply(request, answer);
+        }))
         .journal(journal)
         // The host's observer sees every event as it happens.
-        .observer(move |event| {
-            if let Some(line) = wop_sdk::cli::progress_line(event) {
-                live(&format!("  {line}"));
-            }
-        })
-        .build();
+        .observer(move |event| on_event.event(event));
+    let script = match scripted {
+        Some((mock, script)) => {
+            builder = builder.scripts(mock);
+            Some(script)
+        }
+        None => None,
+    };
+    let host = builder.build();
 
     // 1. The estimate, before anything is sent. A node that cannot fit refuses the run.
     let estimate = estimate_book(&host, brief);
-    progress(&wop_sdk::cli::estimate_table(&estimate));
+    progress.text(&wop_sdk::cli::estimate_table(&estimate));
     if !estimate.fits() {
         return Err(Refused { estimate });
     }
-    progress("Progress");
+    progress.text("Progress");
 
     let mut book = Book {
         host,
+        progress: progress.clone(),
         run_id: None,
-        script: Some(script),
+        script,
         report: BookReport {
             run_id: RunId::new(""),
             estimate,
             nodes: Vec::new(),
             charges: BTreeMap::new(),
-            provider,
+            provider: sent,
             outline: None,
             drafts: Vec::new(),
             reviews: Vec::new(),
@@ -277,6 +394,7 @@ pub async fn run_book(
 
 struct Book {
     host: LocalHost,
+    progress: Progress,
     run_id: Option<RunId>,
     script: Option<Script>,
     report: BookReport,
@@ -324,6 +442,18 @@ impl Book {
                 output_tokens_without_growth: 0,
                 fits: true,
             });
+        // A call the budget held back emits no event: say so here, as what it is.
+        for c in outcome
+            .calls
+            .iter()
+            .filter(|c| c.status == budget_exhausted())
+        {
+            self.progress.line(&format!(
+                "{node_id}: call {} held back by the node's budget before dispatch (its worst \
+                 case does not fit what is left): the budget doing its job",
+                c.call_index
+            ));
+        }
         let output = outcome
             .result
             .as_ref()
@@ -338,92 +468,96 @@ impl Book {
     }
 }
 
+/// A figure, or `unknown`; `at least N` when it is a floor.
+fn figure(value: Option<u64>, floor: bool) -> String {
+    match (value, floor) {
+        (None, _) => "unknown".to_owned(),
+        (Some(v), true) => format!("at least {v}"),
+        (Some(v), false) => v.to_string(),
+    }
+}
+
 impl fmt::Display for BookReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use comfy_table::{CellAlignment, Table};
         writeln!(f, "Report for run {}: estimate against actual", self.run_id)?;
-        writeln!(
-            f,
-            "  {:<10} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10} {:>11} {:>8}",
+        let mut t = Table::new();
+        t.load_preset("     -             ").set_header([
             "node",
-            "est.req",
+            "est. req",
             "req",
             "provider",
-            "refused",
-            "est.tok",
+            "held back",
+            "est. tok",
             "out tok",
             "usage",
-            "budget"
-        )?;
-        let (mut er, mut r, mut p, mut et, mut t) = (0, 0, 0, 0, 0);
+            "budget",
+        ]);
+        for i in 1..=6 {
+            if let Some(c) = t.column_mut(i) {
+                c.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        let (mut er, mut r, mut p, mut et, mut tok) = (0, Some(0), 0, 0, Some(0));
+        let mut floor = false;
         for n in &self.nodes {
             let b = n.outcome.budget;
-            writeln!(
-                f,
-                "  {:<10} {:>8} {:>8} {:>9} {:>8} {:>10} {:>10} {:>11} {:>8}",
-                n.outcome.node_id,
-                n.estimate.requests,
-                n.requests(),
-                n.provider_requests,
-                n.refused_calls(),
-                n.estimate.output_tokens,
-                n.output_tokens(),
+            t.add_row([
+                n.outcome.node_id.clone(),
+                n.estimate.requests.to_string(),
+                figure(n.requests().map(u64::from), false),
+                n.provider_requests.to_string(),
+                n.refused_calls().to_string(),
+                n.estimate.output_tokens.to_string(),
+                figure(n.output_tokens(), !n.usage_complete()),
                 if n.usage_complete() {
                     "complete"
                 } else {
                     "incomplete"
-                },
+                }
+                .to_owned(),
                 format!(
                     "{}/{}",
                     b.used,
                     b.max_calls.map_or("-".to_owned(), |m| m.to_string())
                 ),
-            )?;
+            ]);
             er += n.estimate.requests;
-            r += n.requests();
+            r = r.zip(n.requests()).map(|(a, b)| a + b);
             p += n.provider_requests;
             et += n.estimate.output_tokens;
-            t += n.output_tokens();
+            tok = tok.zip(n.output_tokens()).map(|(a, b)| a + b);
+            floor |= !n.usage_complete();
+        }
+        t.add_row([
+            "total".to_owned(),
+            er.to_string(),
+            figure(r.map(u64::from), false),
+            p.to_string(),
+            String::new(),
+            et.to_string(),
+            figure(tok, floor),
+            String::new(),
+            String::new(),
+        ]);
+        for line in t.lines() {
+            writeln!(f, "  {}", line.trim())?;
         }
         writeln!(
             f,
-            "  {:<10} {er:>8} {r:>8} {p:>9} {:>8} {et:>10} {t:>10}",
-            "total", ""
-        )?;
-        writeln!(
-            f,
-            "  (req: attempts.count as the host reported it; provider: requests the provider received)"
+            "  (req: attempts.count as the host reported it; provider: requests the provider \
+             received; held back: calls the budget refused before dispatch)"
         )?;
 
         writeln!(f, "\nCalls")?;
         for n in &self.nodes {
             for c in &n.outcome.calls {
-                let budget = wop_sdk::wire::ErrorCode::BudgetExhausted.as_str();
-                let what = match (c.requests, c.status.as_str()) {
-                    (None, status) if status == budget => {
-                        "refused before dispatch (budget_exhausted): never sent".to_owned()
-                    }
-                    (None, status) => {
-                        format!("failed ({status}), charged {} to the budget", c.charged)
-                    }
-                    (Some(req), status) => format!(
-                        "{req} request{}, {} output tokens{}, {status}",
-                        if req == 1 { "" } else { "s" },
-                        c.output_tokens.unwrap_or(0),
-                        if c.usage_complete == Some(false) {
-                            " (a floor: usage withheld)"
-                        } else {
-                            ""
-                        },
-                    ),
-                };
-                let retry = c
-                    .retry_reason
-                    .as_ref()
-                    .map_or_else(String::new, |r| format!("  [deliberate retry: {r}]"));
                 writeln!(
                     f,
-                    "  {:<10} call {}: {what}{retry}",
-                    n.outcome.node_id, c.call_index
+                    "  {:<10} call {}: {}",
+                    n.outcome.node_id,
+                    c.call_index,
+                    wop_sdk::cli::call_summary(c)
                 )?;
             }
             if let Err(e) = &n.outcome.result {
@@ -452,6 +586,14 @@ impl fmt::Display for BookReport {
                         "drafted"
                     };
                     writeln!(f, "  ch.{} [{mark}] {}", d.number, s.beat)?;
+                    if s.placeholder && s.text.contains(budget_exhausted()) {
+                        writeln!(
+                            f,
+                            "        by design: the node's budget held this scene back before \
+                             it was sent, so the run stayed within max_calls; draft it later or \
+                             raise max_calls"
+                        )?;
+                    }
                 }
             }
             for r in &self.reviews {
@@ -462,26 +604,50 @@ impl fmt::Display for BookReport {
     }
 }
 
-/// The demo: the estimate, the run with progress lines, the report. Exit 0 when the book
-/// completed, 1 when a node failed or the run was refused.
-pub async fn main() -> std::process::ExitCode {
+/// The demo: the estimate, the run with progress lines, the report; with `report`, the picture
+/// too (an SVG file). With `provider` (an OpenAI-compatible server, and whether to ask for native
+/// structured output), the book is written by that model instead of the bundled script. Exit 0
+/// when the book completed, 1 when a node failed or the run was refused.
+pub async fn main(
+    report: Option<std::path::PathBuf>,
+    provider: Option<(wop_sdk::local::openai::OpenAiProvider, bool)>,
+) -> std::process::ExitCode {
     let brief = demo_brief();
-    let script = match bundled_script() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
-    match run_book(&brief, script, journal, say).await {
+    let progress = Progress::stdout();
+    let result = match provider {
+        Some((p, native)) => {
+            let fit = p.clone();
+            let configure = move |c: &mut LocalConfig| {
+                fit.configure_host(c);
+                c.native_structured_output = native;
+            };
+            run_book_with(&brief, Arc::new(p), configure, journal, progress.clone()).await
+        }
+        None => match bundled_script() {
+            Ok(script) => run_book(&brief, script, journal, progress.clone()).await,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        },
+    };
+    progress.finish();
+    match result {
         Err(refused) => {
             eprintln!("error: {refused}");
             std::process::ExitCode::FAILURE
         }
-        Ok(report) => {
-            say(&format!("\n{report}"));
-            if report.completed() {
+        Ok(book) => {
+            say(&format!("\n{book}"));
+            if let Some(path) = report {
+                if let Err(e) = book.chart().save(&path) {
+                    eprintln!("error: --report {}: cannot write: {e}", path.display());
+                    return std::process::ExitCode::FAILURE;
+                }
+                say(&format!("The picture: {}", path.display()));
+            }
+            if book.completed() {
                 std::process::ExitCode::SUCCESS
             } else {
                 std::process::ExitCode::FAILURE

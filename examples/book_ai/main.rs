@@ -2,6 +2,9 @@
 //!
 //! ```text
 //! cargo run --example book_ai                      # the demo: estimate, progress, report
+//! cargo run --example book_ai -- --report docs/report.svg   # the demo, and its picture
+//! cargo run --example book_ai -- run --provider openai --base-url http://127.0.0.1:8080/v1 --model M
+//!                                                  # the same demo, written by a real model
 //! cargo run --example book_ai -- manifest          # pack.json
 //! cargo run --example book_ai -- estimate --input-json '{"community.demo.bookai.plan-outline": {...}}'
 //! cargo run --example book_ai -- run --node community.demo.bookai.plan-outline --input brief.json --script s.json
@@ -16,15 +19,53 @@ mod pack;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    // With arguments, this binary is the pack's command line.
-    if std::env::args_os().len() > 1 {
-        return wop_sdk::cli::main(pack::pack());
-    }
+    let args: Vec<String> = std::env::args().collect();
+    // No arguments: the demo; `--report FILE.svg`: the demo and its picture; `run` without
+    // `--node`: the demo with the provider flags of `run` (and `--report`). Any other arguments:
+    // this binary is the pack's command line.
+    let demo_run = args.get(1).map(String::as_str) == Some("run")
+        && !args
+            .iter()
+            .any(|a| a == "--node" || a.starts_with("--node=") || a == "--help" || a == "-h");
+    let (report, flags): (Option<std::path::PathBuf>, Vec<String>) = match &args[1..] {
+        [] => (None, Vec::new()),
+        [flag, path] if flag == "--report" => (Some(path.into()), Vec::new()),
+        [_, rest @ ..] if demo_run => {
+            let mut report = None;
+            let mut flags = Vec::new();
+            let mut it = rest.iter();
+            while let Some(a) = it.next() {
+                match a.strip_prefix("--report") {
+                    Some("") => report = it.next().map(std::path::PathBuf::from),
+                    Some(v) if v.starts_with('=') => report = Some(v[1..].into()),
+                    _ => flags.push(a.clone()),
+                }
+            }
+            (report, flags)
+        }
+        _ => return wop_sdk::cli::main(pack::pack()),
+    };
+    let provider = if demo_run {
+        let flags = std::iter::once(args[0].clone()).chain(flags);
+        let parsed = wop_sdk::cli::ProviderArgs::parse_from(flags).and_then(|p| {
+            Ok(p.openai_provider()?
+                .map(|o| (o, p.native_structured_output())))
+        });
+        match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(e.exit);
+            }
+        }
+    } else {
+        None
+    };
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(demo::main()),
+        Ok(rt) => rt.block_on(demo::main(report, provider)),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             ExitCode::FAILURE

@@ -249,11 +249,13 @@ pub async fn draft_scene(
     })
 }
 
-async fn draft_one(
-    ctx: &NodeCtx<'_>,
+/// A helper returning a `NodeError` names the run it belongs to: `NodeError<'run>`, the lifetime
+/// of its context (in a `#[wop_node]` fn the macro does it).
+async fn draft_one<'run>(
+    ctx: &NodeCtx<'run>,
     input: &DraftRequest,
     beat: &str,
-) -> Result<DraftedScene, NodeError> {
+) -> Result<DraftedScene, NodeError<'run>> {
     let first = match ctx.call_ai(scene_request(input, beat, &[])).await {
         Ok(completion) => completion,
         // The failure is opaque: settle it, then say in the output that this is a placeholder.

@@ -2,9 +2,9 @@
 use wop_sdk::{AiRequest, NodeCtx, NodeError, Text};
 
 
-async fn handle(ctx: &NodeCtx<'_>) -> Result<(), NodeError> {
+async fn handle<'run>(ctx: &NodeCtx<'run>) -> Result<(), NodeError<'run>> {
     if let Err(failure) = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await {
-        let _which = failure.local;
+        let _which = failure.id;
         ctx.settle_ai_failure(failure).await?;
     }
     Ok(())

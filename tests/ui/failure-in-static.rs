@@ -5,7 +5,7 @@ use wop_sdk::{AiFailure, AiRequest, NodeCtx, NodeError, Text};
 
 static LAST_FAILURE: OnceLock<AiFailure<'static>> = OnceLock::new();
 
-async fn remember(ctx: &NodeCtx<'_>) -> Result<(), NodeError> {
+async fn remember<'run>(ctx: &NodeCtx<'run>) -> Result<(), NodeError<'run>> {
     if let Err(failure) = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await {
         let _ = LAST_FAILURE.set(failure);
     }

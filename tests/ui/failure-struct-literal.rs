@@ -3,7 +3,7 @@ use wop_sdk::AiFailure;
 
 
 fn forge() -> AiFailure<'static> {
-    AiFailure { local: 1 }
+    AiFailure { id: 1 }
 }
 
 fn main() {}

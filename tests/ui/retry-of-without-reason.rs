@@ -2,7 +2,7 @@
 use wop_sdk::{AiRequest, NodeCtx, NodeError, Text};
 
 
-async fn again(ctx: &NodeCtx<'_>) -> Result<(), NodeError> {
+async fn again<'run>(ctx: &NodeCtx<'run>) -> Result<(), NodeError<'run>> {
     let first = ctx.call_ai(AiRequest::<Text>::prompt("hi")).await?;
     let _second = ctx.call_ai(AiRequest::<Text>::prompt("hi").retry_of(&first)).await?;
     Ok(())

@@ -2,7 +2,7 @@
 use wop_sdk::{AiFailure, NodeCtx, NodeError};
 
 
-async fn settle<'a, 'b>(ctx: &NodeCtx<'a>, failure: AiFailure<'b>) -> Result<(), NodeError> {
+async fn settle<'a, 'b>(ctx: &NodeCtx<'a>, failure: AiFailure<'b>) -> Result<(), NodeError<'a>> {
     ctx.settle_ai_failure(failure).await
 }
 

@@ -186,6 +186,38 @@ fn integer(expr: &syn::Expr) -> Option<i128> {
     }
 }
 
+/// The error for a named value (a constant, a path, a call, a block...) where the macro needs a
+/// literal: it says that a literal is required and why, and how to pass a value computed at run
+/// time instead. `None` for a literal (whose own rule applies).
+fn not_a_literal(
+    expr: &syn::Expr,
+    key: &str,
+    example: &str,
+    at_run_time: &str,
+) -> Option<syn::Error> {
+    let literal = match strip_group(expr) {
+        syn::Expr::Lit(_) => true,
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => matches!(strip_group(expr), syn::Expr::Lit(_)),
+        _ => false,
+    };
+    if literal {
+        return None;
+    }
+    let named = quote::ToTokens::to_token_stream(expr).to_string();
+    Some(syn::Error::new(
+        expr.span(),
+        format!(
+            "`{key}` needs a literal, not `{named}`: the macro checks the value when it expands, \
+             before constants are evaluated, so it cannot see what a named constant holds; write \
+             the value itself, e.g. `{example}`, {at_run_time}"
+        ),
+    ))
+}
+
 /// `max_attempts = N`: an integer literal in 1..=16.
 fn max_attempts(expr: &syn::Expr) -> syn::Result<Lit<u8>> {
     let rule = format!(
@@ -193,6 +225,14 @@ fn max_attempts(expr: &syn::Expr) -> syn::Result<Lit<u8>> {
         wop_sdk_rules::retry::ATTEMPTS_RULE
     );
     let span = expr.span();
+    if let Some(e) = not_a_literal(
+        expr,
+        "max_attempts",
+        "max_attempts = 2",
+        "or build the policy at run time with `RetryPolicy::try_new(n, grow)` and pass it to `AiRequest::retry`",
+    ) {
+        return Err(e);
+    }
     let quoted = matches!(
         strip_group(expr),
         syn::Expr::Lit(syn::ExprLit {
@@ -217,6 +257,14 @@ fn max_attempts(expr: &syn::Expr) -> syn::Result<Lit<u8>> {
 
 /// `grow_max_tokens = B`: a bool literal.
 fn boolean(expr: &syn::Expr) -> syn::Result<Lit<bool>> {
+    if let Some(e) = not_a_literal(
+        expr,
+        "grow_max_tokens",
+        "grow_max_tokens = false",
+        "or build the policy at run time with `RetryPolicy::try_new(n, grow)` and pass it to `AiRequest::retry`",
+    ) {
+        return Err(e);
+    }
     match strip_group(expr) {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Bool(b),
@@ -313,6 +361,14 @@ fn role(expr: &syn::Expr) -> syn::Result<Lit<RoleKind>> {
 
 /// `max_calls = N`: an integer of at least 1.
 fn max_calls(expr: &syn::Expr) -> syn::Result<Lit<u32>> {
+    if let Some(e) = not_a_literal(
+        expr,
+        "max_calls",
+        "max_calls = 6",
+        "since the budget is part of the node's declaration",
+    ) {
+        return Err(e);
+    }
     match integer(expr).map(u32::try_from) {
         Some(Ok(n)) if n >= 1 => Ok(Lit {
             value: n,
@@ -541,6 +597,39 @@ mod tests {
                 "{errors:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_named_value_is_told_a_literal_is_required_and_why() {
+        for (tokens, key, named) in [
+            (quote!(max_attempts = ATTEMPTS), "max_attempts", "ATTEMPTS"),
+            (
+                quote!(max_attempts = consts::ATTEMPTS),
+                "max_attempts",
+                "consts :: ATTEMPTS",
+            ),
+            (
+                quote!(max_attempts = attempts()),
+                "max_attempts",
+                "attempts ()",
+            ),
+            (quote!(grow_max_tokens = GROW), "grow_max_tokens", "GROW"),
+        ] {
+            let (args, errors) = retry(tokens.clone());
+            assert!(args.max_attempts.is_none() && args.grow_max_tokens.is_none());
+            assert_eq!(errors.len(), 1, "{tokens}");
+            assert!(
+                errors[0].starts_with(&format!("`{key}` needs a literal, not `{named}`")),
+                "{tokens}: {errors:?}"
+            );
+            assert!(
+                errors[0].contains("before constants are evaluated"),
+                "{errors:?}"
+            );
+        }
+        // A negative literal is still a literal: its own rule applies.
+        let (_, errors) = retry(quote!(max_attempts = -1));
+        assert!(errors[0].starts_with("`max_attempts` must be an integer"));
     }
 
     #[test]

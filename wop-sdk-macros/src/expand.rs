@@ -93,6 +93,8 @@ pub(crate) fn node(item: &syn::ItemFn, node: &Node) -> TokenStream {
     // types: a separate assertion fn would only repeat every error.
     let input_item = quote_spanned!(input.span()=> type Input = #input;);
     let output_item = quote_spanned!(output.span()=> type Output = #output;);
+    // The user's fn, its `NodeError` branded with its context's lifetime.
+    let item = crate::brand::brand(item);
     quote! {
         #item
 
@@ -117,11 +119,11 @@ pub(crate) fn node(item: &syn::ItemFn, node: &Node) -> TokenStream {
                     requires: &[#(#requires),*],
                 };
 
-                fn run<'a>(
+                fn run<'a, 'run>(
                     &'a self,
-                    ctx: &'a ::wop_sdk::NodeCtx<'_>,
+                    ctx: &'a ::wop_sdk::NodeCtx<'run>,
                     input: Self::Input,
-                ) -> ::wop_sdk::host::BoxFuture<'a, ::core::result::Result<Self::Output, ::wop_sdk::NodeError>> {
+                ) -> ::wop_sdk::host::BoxFuture<'a, ::core::result::Result<Self::Output, ::wop_sdk::NodeError<'run>>> {
                     #run
                 }
 

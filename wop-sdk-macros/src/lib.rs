@@ -6,6 +6,7 @@
 
 mod ast;
 mod attr;
+mod brand;
 mod check;
 mod errors;
 mod expand;
@@ -38,6 +39,9 @@ pub fn wop_node(args: TokenStream, item: TokenStream) -> TokenStream {
     let node = check::node(args, node_fn, &mut errors);
     match (errors.finish(()), func, node) {
         (Ok(()), Some(func), Some(node)) => expand::node(&func, &node).into(),
+        // The user's fn beside the errors, branded as it would be, so that its own signature
+        // (`NodeError` without its run) adds no follow-on error.
+        (Err(e), Some(func), _) => fail(e, quote::ToTokens::to_token_stream(&brand::brand(&func))),
         (Err(e), ..) => fail(e, item),
         (Ok(()), ..) => fail(
             syn::Error::new(

@@ -6,9 +6,12 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use wop_sdk::RunId;
+use wop_sdk::host::{AttemptKey, Host};
 use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
-use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent};
-use wop_sdk::{AttemptKey, Host, RunId};
+use wop_sdk::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent,
+};
 
 /// The capability document assumed when the environment names none: the public openwop-app
 /// snapshot (`routes/discovery.ts`): AI providers, the RFC 0032 reliability loop with a ceiling
@@ -261,11 +264,8 @@ impl JsHost {
         })
     }
 
-    /// One call, JSON in and out: the single place where the typed `Host` meets the JS edge.
-    ///
-    /// With the typed `Host` of issue 16, `Host::call_ai(key, &CallAiRequest)` is this with
-    /// `request.to_json()`, its value read with `CallAiResult::from_json(&value,
-    /// request.is_structured())` (a refusal there failed with `self.fail(e.to_envelope())`).
+    /// One call, JSON in and out: the single place where the typed `Host` meets the JS edge
+    /// (`Host::call_ai` is this with the request's JSON, the answer read as a `CallAiResult`).
     pub fn call_json<'a>(
         &'a self,
         key: &'a AttemptKey,
@@ -334,9 +334,13 @@ impl Host for JsHost {
     fn call_ai<'a>(
         &'a self,
         key: &'a AttemptKey,
-        request: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, HostFailure>> {
-        self.call_json(key, request)
+        request: &'a CallAiRequest,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(async move {
+            let value = self.call_json(key, &request.to_json()).await?;
+            CallAiResult::from_json(&value, request.is_structured())
+                .map_err(|e| self.fail(e.to_envelope()))
+        })
     }
 
     fn settle_ai_failure<'a>(

@@ -11,6 +11,7 @@
 //! No dependencies, no I/O, nothing that can panic.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod grammar;
 pub mod retry;

@@ -16,18 +16,97 @@ use crate::caps::Capabilities;
 use crate::policy::RetryPolicy;
 use serde::Serialize;
 
+/// What one call may cost: how many provider requests, at what output budgets. One plan serves
+/// the estimate before a run, the node's reservation before a call, and the local host's retry
+/// loop, so the three cannot disagree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptPlan {
+    /// The most provider requests the call may make (1 for a plain call).
+    pub requests: u32,
+    /// The output budget of the first request.
+    pub first_max_tokens: u32,
+    /// Whether a truncation retry multiplies the budget.
+    pub grow: bool,
+    /// The truncation multiplier.
+    pub multiplier: u32,
+    /// The provider's largest budget, when known: growth stops there.
+    pub provider_max: Option<u32>,
+}
+
+impl AttemptPlan {
+    /// The plan of a call on a host whose ceiling is `ceiling` (clamped to 1..=16). `policy` is
+    /// the call's policy when the host honours it (`None`: the host's own, which may grow).
+    pub fn new(
+        structured: bool,
+        ceiling: u8,
+        policy: Option<RetryPolicy>,
+        max_tokens: u32,
+        multiplier: u32,
+        provider_max: Option<u32>,
+    ) -> Self {
+        let requests = if structured {
+            let p = policy.unwrap_or(RetryPolicy::HOST_DEFAULT);
+            u32::from(p.effective_attempts(ceiling))
+        } else {
+            1
+        };
+        let first = provider_max
+            .map_or(max_tokens, |m| max_tokens.min(m))
+            .max(1);
+        Self {
+            requests,
+            first_max_tokens: first,
+            grow: policy.is_none_or(RetryPolicy::grows_max_tokens),
+            multiplier: multiplier.max(1),
+            provider_max,
+        }
+    }
+
+    /// The plan of a call as a node sees its host: the negotiated ceiling and multiplier, the
+    /// call's policy only when the host advertises `retryPolicy`.
+    pub fn negotiated(
+        caps: &Capabilities,
+        structured: bool,
+        policy: RetryPolicy,
+        max_tokens: u32,
+    ) -> Self {
+        let honoured = caps
+            .has(crate::caps::Capability::RetryPolicy)
+            .then_some(policy);
+        Self::new(
+            structured,
+            caps.max_retry_attempts(),
+            honoured,
+            max_tokens,
+            caps.truncation_multiplier(),
+            None,
+        )
+    }
+
+    /// The budget of the request after a truncated one sent with `budget`.
+    pub fn after_truncation(&self, budget: u32) -> u32 {
+        if !self.grow {
+            return budget;
+        }
+        let grown = budget.saturating_mul(self.multiplier);
+        self.provider_max.map_or(grown, |m| grown.min(m))
+    }
+
+    /// The worst-case output tokens: every request truncated at its full budget.
+    pub fn worst_case_output_tokens(&self) -> u64 {
+        let mut budget = self.first_max_tokens;
+        let mut total = 0u64;
+        for _ in 0..self.requests {
+            total = total.saturating_add(u64::from(budget));
+            budget = self.after_truncation(budget);
+        }
+        total
+    }
+}
+
 /// The worst-case provider requests of one call on a host with `caps`.
 pub fn worst_case_requests(caps: &Capabilities, structured: bool, policy: RetryPolicy) -> u32 {
-    if !structured {
-        return 1;
-    }
-    let ceiling = caps.max_retry_attempts();
-    let cap = if caps.retry_policy().is_some() {
-        policy.effective_attempts(ceiling)
-    } else {
-        ceiling
-    };
-    u32::from(cap)
+    AttemptPlan::negotiated(caps, structured, policy, 1).requests
 }
 
 /// The worst-case output tokens of `requests` attempts starting at `max_tokens`.
@@ -38,16 +117,14 @@ pub fn worst_case_output_tokens(
     multiplier: u32,
     provider_max: Option<u32>,
 ) -> u64 {
-    let cap = u64::from(provider_max.unwrap_or(u32::MAX));
-    let mut budget = u64::from(max_tokens).min(cap);
-    let mut total = 0u64;
-    for _ in 0..requests {
-        total = total.saturating_add(budget);
-        if grow {
-            budget = budget.saturating_mul(u64::from(multiplier.max(1))).min(cap);
-        }
+    AttemptPlan {
+        requests,
+        first_max_tokens: provider_max.map_or(max_tokens, |m| max_tokens.min(m)),
+        grow,
+        multiplier: multiplier.max(1),
+        provider_max,
     }
-    total
+    .worst_case_output_tokens()
 }
 
 /// A node's call budget during one execution: provider requests used, reserved by calls in
@@ -198,17 +275,21 @@ impl Estimate {
             output_tokens_without_growth: 0,
             fits: true,
         };
-        let honoured = caps.retry_policy().is_some();
         for call in &plan.calls {
-            let n = worst_case_requests(caps, call.structured, call.policy);
+            let mut own =
+                AttemptPlan::negotiated(caps, call.structured, call.policy, call.max_tokens);
+            own.provider_max = provider_max;
+            own.first_max_tokens = provider_max.map_or(call.max_tokens, |m| call.max_tokens.min(m));
+            let n = own.requests;
+            // A host that does not honour `retry` may grow the budget whatever the policy says:
+            // `own.grow` is then true.
             let tokens = |grow| {
-                worst_case_output_tokens(n, call.max_tokens, grow, self.multiplier, provider_max)
+                AttemptPlan { grow, ..own }
+                    .worst_case_output_tokens()
                     .saturating_mul(u64::from(call.times))
             };
-            // A host that does not honour `retry` may grow the budget whatever the policy says.
-            let own_growth = call.policy.grows_max_tokens() || !honoured;
             est.requests = est.requests.saturating_add(n.saturating_mul(call.times));
-            est.output_tokens = est.output_tokens.saturating_add(tokens(own_growth));
+            est.output_tokens = est.output_tokens.saturating_add(tokens(own.grow));
             est.output_tokens_with_growth =
                 est.output_tokens_with_growth.saturating_add(tokens(true));
             est.output_tokens_without_growth = est
@@ -248,6 +329,38 @@ mod tests {
             worst_case_output_tokens(3, 1000, true, 2, Some(2500)),
             1000 + 2000 + 2500
         );
+    }
+
+    #[test]
+    fn a_plan_narrows_never_widens_and_grows_only_when_allowed() {
+        let p = AttemptPlan::new(
+            true,
+            3,
+            Some(RetryPolicy::__checked(16, true)),
+            1000,
+            2,
+            None,
+        );
+        assert_eq!(p.requests, 3);
+        assert_eq!(p.worst_case_output_tokens(), 7000);
+        let p = AttemptPlan::new(
+            true,
+            3,
+            Some(RetryPolicy::__checked(2, false)),
+            1000,
+            2,
+            None,
+        );
+        assert_eq!((p.requests, p.worst_case_output_tokens()), (2, 2000));
+        // A host that does not honour the policy keeps its ceiling and may grow.
+        let p = AttemptPlan::new(true, 3, None, 1000, 2, Some(1500));
+        assert_eq!(
+            (p.requests, p.worst_case_output_tokens()),
+            (3, 1000 + 1500 + 1500)
+        );
+        // A plain call is one request; a zero ceiling is read as 1.
+        assert_eq!(AttemptPlan::new(false, 3, None, 10, 2, None).requests, 1);
+        assert_eq!(AttemptPlan::new(true, 0, None, 10, 2, None).requests, 1);
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! The negotiated host capabilities, read once per run from the capability document.
 //!
-//! Anything gated on a capability needs a proof value that only [`Capabilities::negotiate`] can
-//! produce: a pack cannot make one up, so it cannot read `attempts` from a host that does not
-//! advertise them.
-
+//! Anything gated on a capability needs a proof value that only the runtime's negotiation with
+//! the host a node runs on can produce ([`RunCapabilities`], from `ctx.capabilities()`). A pack
+//! cannot make one up: [`Capabilities::negotiate`] reads any document (for estimates and tools)
+//! but yields no proof, so reading `attempts` from a host that does not advertise them, or with
+//! a document the pack wrote itself, does not compile.
+//!
 use crate::wire::CapabilityDocument;
 
 /// Proof that the host advertises `aiProviders.callAccounting.attempts: true`.
@@ -55,35 +57,20 @@ pub const DEFAULT_CEILING: u8 = 3;
 /// The truncation multiplier when a document does not advertise one.
 pub const DEFAULT_TRUNCATION_MULTIPLIER: u32 = 2;
 
-/// What the runtime negotiated with a host.
+/// What a capability document advertises, read for estimates and tools.
+///
+/// It carries no proof: the proofs come only from [`RunCapabilities`], which the runtime
+/// negotiates with the host a node runs on.
 #[derive(Clone, Debug)]
 pub struct Capabilities {
     document: CapabilityDocument,
-    attempts: Option<AttemptsProof>,
-    retry_policy: Option<RetryPolicyProof>,
 }
 
 impl Capabilities {
-    /// Negotiates from a (v1 or v2) capability document. The only way to obtain the proofs.
+    /// Reads a (v1 or v2) capability document. It yields no proof (a document can be written
+    /// by anyone); a node's proofs are in `ctx.capabilities()`.
     pub fn negotiate(document: CapabilityDocument) -> Self {
-        let ca = document.call_accounting.unwrap_or_default();
-        Self {
-            attempts: ca.attempts.then_some(AttemptsProof { _negotiated: () }),
-            retry_policy: ca
-                .retry_policy
-                .then_some(RetryPolicyProof { _negotiated: () }),
-            document,
-        }
-    }
-
-    /// The proof for `attempts`, when the host advertises it.
-    pub fn attempts(&self) -> Option<AttemptsProof> {
-        self.attempts
-    }
-
-    /// The proof for a per-call `retry`, when the host advertises it.
-    pub fn retry_policy(&self) -> Option<RetryPolicyProof> {
-        self.retry_policy
+        Self { document }
     }
 
     /// The host's ceiling on provider requests per call (`maxRetryAttempts`, default 3).
@@ -136,10 +123,59 @@ impl Capabilities {
     pub fn has(&self, capability: Capability) -> bool {
         match capability {
             Capability::AiProviders => self.document.ai_providers,
-            Capability::Attempts => self.attempts.is_some(),
-            Capability::RetryPolicy => self.retry_policy.is_some(),
+            Capability::Attempts => self.call_accounting().attempts,
+            Capability::RetryPolicy => self.call_accounting().retry_policy,
             Capability::ProviderUsage => self.document.provider_usage,
             Capability::Replay => self.document.replay_modes.iter().any(|m| m == "replay"),
         }
+    }
+
+    fn call_accounting(&self) -> crate::wire::CallAccounting {
+        self.document.call_accounting.unwrap_or_default()
+    }
+}
+
+/// What the runtime negotiated with the host a node runs on: the document's capabilities (every
+/// [`Capabilities`] method, through `Deref`) and the proofs for gated features.
+///
+/// No public constructor: the runner makes one per node execution from the host's own
+/// capability document, and a node reads it with `ctx.capabilities()`.
+#[derive(Clone, Debug)]
+pub struct RunCapabilities {
+    caps: Capabilities,
+    attempts: Option<AttemptsProof>,
+    retry_policy: Option<RetryPolicyProof>,
+}
+
+impl RunCapabilities {
+    /// Negotiates with `host`: the only way to obtain the proofs.
+    pub(crate) fn with_host(host: &dyn crate::host::Host) -> Self {
+        let document = host.capability_document();
+        let ca = document.call_accounting.unwrap_or_default();
+        Self {
+            attempts: ca.attempts.then_some(AttemptsProof { _negotiated: () }),
+            retry_policy: ca
+                .retry_policy
+                .then_some(RetryPolicyProof { _negotiated: () }),
+            caps: Capabilities::negotiate(document),
+        }
+    }
+
+    /// The proof for `attempts`, when the host advertises it.
+    pub fn attempts(&self) -> Option<AttemptsProof> {
+        self.attempts
+    }
+
+    /// The proof for a per-call `retry`, when the host advertises it.
+    pub fn retry_policy(&self) -> Option<RetryPolicyProof> {
+        self.retry_policy
+    }
+}
+
+impl std::ops::Deref for RunCapabilities {
+    type Target = Capabilities;
+
+    fn deref(&self) -> &Capabilities {
+        &self.caps
     }
 }

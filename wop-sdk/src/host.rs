@@ -4,23 +4,24 @@
 //! [`Host`]. The embedded local host implements it; so can an adapter to a production host, or a
 //! test double.
 
-use crate::wire::{CapabilityDocument, ErrorEnvelope, RunEvent};
+use crate::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// A boxed, `Send` future: what the host trait's methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// A run's identity.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RunId(String);
+pub struct RunId(Arc<str>);
 
 impl RunId {
-    /// A run id from its string form.
+    /// A run id from its string form. Cheap to clone: every call of a run carries it.
     pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
+        Self(Arc::from(id.into()))
     }
 
     /// The string form.
@@ -89,11 +90,16 @@ pub struct HostFailure {
 /// # Contract
 ///
 /// - [`Host::capability_document`] is read once per run; the runtime negotiates proofs from it.
-/// - [`Host::call_ai`] receives the call's [`AttemptKey`] and the wire request (JSON, as a real
-///   host receives it) and answers the wire result or a [`HostFailure`]. A host must validate the
-///   request (refusing a malformed `retry` with `validation_error` when it advertises
-///   `retryPolicy`), persist the key before dispatch, and on re-entry with the same key and
-///   request return the recorded outcome without a provider request.
+/// - [`Host::call_ai`] receives the call's [`AttemptKey`] and the typed request, and answers the
+///   typed result or a [`HostFailure`]. A host must persist the key before dispatch, and on
+///   re-entry with the same key and request return the recorded outcome without a provider
+///   request. The runtime checks what comes back ([`CallAiResult::check`]) as it would a JSON
+///   answer: a typed result is not trusted more than a parsed one.
+/// - [`Host::call_ai_json`] is the JSON edge: a request exactly as JSON pack code would send it
+///   (a host bridge, the conformance fixture's deliberately malformed `retry`). The default
+///   parses it as a host does ([`CallAiRequest::from_json_for_host`]: a malformed `retry` is a
+///   `validation_error` naming the key when the host advertises `retryPolicy`, ignored when it
+///   does not) and calls [`Host::call_ai`].
 /// - [`Host::settle_ai_failure`] is given the failures pack code settled (or propagated); a host
 ///   refuses a token that is not a failure of that run.
 /// - [`Host::record_event`] appends to the run's event log (the runtime records `node.*` events);
@@ -106,8 +112,36 @@ pub trait Host: Send + Sync {
     fn call_ai<'a>(
         &'a self,
         key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>>;
+
+    /// One `ctx.callAI` call whose request is JSON, as it crosses a host boundary.
+    fn call_ai_json<'a>(
+        &'a self,
+        key: &'a AttemptKey,
         request: &'a Value,
-    ) -> BoxFuture<'a, Result<Value, HostFailure>>;
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(async move {
+            let honours_retry = self
+                .capability_document()
+                .call_accounting
+                .is_some_and(|c| c.retry_policy);
+            match CallAiRequest::from_json_for_host(request, honours_retry) {
+                Ok(typed) => self.call_ai(key, &typed).await,
+                Err(e) => Err(self.refuse(key, e.to_envelope())),
+            }
+        })
+    }
+
+    /// Records a call refused at the JSON edge before any dispatch, and returns its failure. The
+    /// default keeps no private record (token 0); a host with diagnostics overrides it.
+    fn refuse(&self, key: &AttemptKey, public: ErrorEnvelope) -> HostFailure {
+        let _ = key;
+        HostFailure {
+            public,
+            token: FailureToken::new(0),
+        }
+    }
 
     /// Settles a failure of `run`.
     fn settle_ai_failure<'a>(

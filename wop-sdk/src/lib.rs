@@ -48,11 +48,29 @@
 //! # }
 //! ```
 //!
+//! # A call's path
+//!
+//! [`NodeCtx::call_ai`] (`node/ctx.rs`) → `node/call.rs`: the node's budget reserves the call's
+//! worst case ([`budget::AttemptPlan`]) and the typed [`wire::CallAiRequest`] goes to
+//! [`host::Host::call_ai`] → on the local host, `local/identity.rs` persists the call's identity
+//! (or replays, refuses, reattaches) → `local/call.rs` drives the retry state machine
+//! (`local/retry/`) through admission (`local/runs.rs`), the provider behind the reply guard
+//! (`local/guard.rs`) and schema validation (`local/schemas.rs`) → the typed
+//! [`wire::CallAiResult`] comes back (its journal text written once, the bytes a replay
+//! reproduces) → `node/call.rs` checks it as any host answer, charges the budget and makes the
+//! typed [`Completion`], or records the opaque [`AiFailure`] (`failure.rs`). JSON is made only at
+//! the edges: the journal's text, the command line, a host bridge, and [`host::Host::call_ai_json`].
+//!
 //! The modules follow the design, from the wire inwards: [`wire`], [`policy`], [`caps`], [`ai`],
 //! [`node`], [`budget`], [`host`]; then the embedded host ([`local`], [`journal`]), the
 //! conformance harness ([`conformance`]), the manifest ([`manifest`]) and the command line
-//! ([`cli`]). The embedded host, SQLite and the command line are default-on features (`local`,
-//! `sqlite`, `cli`), so a pack built for a production host or for `wasm32` can leave them out.
+//! ([`cli`]). The embedded host, SQLite, the command line and the OpenAI-compatible provider
+//! (`local::openai`) are default-on features (`local`, `sqlite`, `cli`, `openai`), so a pack built
+//! for a production host or for `wasm32` can leave them out.
+//!
+//! The library emits [`tracing`](https://docs.rs/tracing) spans (`wop.provider.request`, with the
+//! OpenTelemetry GenAI attribute names) and never installs a subscriber; the command line does
+//! (`RUST_LOG`, `-v`).
 
 #![warn(missing_docs)]
 
@@ -61,11 +79,13 @@
 extern crate self as wop_sdk;
 
 pub mod ai;
+mod brand;
 pub mod budget;
 pub mod caps;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
+mod failure;
 pub mod host;
 #[cfg(feature = "local")]
 pub mod journal;
@@ -78,10 +98,22 @@ pub mod wire;
 
 pub use ai::{AiFailure, AiRequest, AttemptId, Completion, InvalidOutput, Output, RetryOf, Text};
 pub use budget::{CallPlan, Estimate, PlannedCall};
-pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof};
-pub use host::{AttemptKey, Host, RunId};
-pub use node::{Category, DynNode, Node, NodeCtx, NodeError, NodeSpec, Role};
+pub use caps::{AttemptsProof, Capabilities, Capability, RetryPolicyProof, RunCapabilities};
+pub use host::RunId;
+pub use node::{Category, Node, NodeCtx, NodeError, NodeSpec, Role};
 pub use policy::{RetryPolicy, RetryReason};
+
+/// What a pack author writes every day: `use wop_sdk::prelude::*;`.
+///
+/// Host-side items (the [`host::Host`] trait, [`host::AttemptKey`], [`node::DynNode`], the
+/// journal) live in their own modules, for the few who implement a host or a bridge.
+pub mod prelude {
+    pub use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Text};
+    pub use crate::budget::{CallPlan, PlannedCall};
+    pub use crate::node::{NodeCtx, NodeError};
+    pub use crate::policy::{RetryPolicy, RetryReason};
+    pub use crate::{retry, wop_node};
+}
 
 /// Turns an `async fn` into an OpenWOP node.
 ///

@@ -4,22 +4,31 @@
 //! PACK manifest                                   pack.json
 //! PACK estimate (--input FILE | --input-json JSON) [--json]
 //!                                                 worst case per node; input maps type ids to inputs
-//! PACK run --node TYPE_ID (--input FILE | --input-json JSON) [--script FILE] [--journal PATH] [--json]
+//! PACK run --node TYPE_ID (--input FILE | --input-json JSON) [--script FILE] [--journal PATH]
+//!          [--report FILE.svg] [--json]
 //! PACK events RUN_ID --journal PATH [--json]
 //! PACK replay RUN_ID --journal PATH [--json]
 //! PACK conformance [--journal PATH] [--older-host] [--json]
 //!                                                 the eight RFC 0248 legs against the local host
 //! PACK pack --out DIR --addon FILE [--single-file] [--provider P] [--model M] [--timeout-ms N]
 //!                                                 the folder a JavaScript host mounts (see [`pack`])
+//! PACK --version | --help
 //! ```
 //!
-//! Exit codes: 0 success; 1 a run that failed or would not fit its budget; 2 a usage error (bad
-//! argument, unreadable or invalid input file). Every error about a file names the file, the
-//! field and the rule.
+//! Exit codes: 0 success; 1 a run that failed or would not fit its budget, or a conformance leg
+//! that did not pass; 2 a usage error (bad argument, unreadable or invalid input file). Every
+//! error about a file names the file, the field and the rule. A closed standard output (`| head`)
+//! is not an error: the command finishes quietly.
 //!
 //! `run` computes the node's estimate first and refuses to start (exit 1) when the node's worst
 //! case does not fit its `max_calls`. It serves the node's calls from a scripted provider: the
-//! `--script` file, or the input's own `script` field.
+//! `--script` file, or the input's own `script` field (the format is in `run --help`). While it
+//! runs, progress goes to standard error, one line per event with the time elapsed: under a live
+//! indicator on a terminal, plain lines otherwise, coloured only on a terminal and never with
+//! `NO_COLOR` set. The result goes to standard output: text, or with `--json` one JSON object
+//! (`{"outcome": {"runId", "nodeId", "status", "output" | "error", "calls", "budget",
+//! "provider"}, "estimate"}`), in which a figure the host did not report is `null`.
+//! `--report FILE.svg` also draws estimate against actual ([`report::Chart`]).
 //!
 //! `--journal PATH` is a SQLite journal (feature `sqlite`): `run` records into it, `events`
 //! reads it without modifying it, `replay` adds the replay fork to it and serves every call from
@@ -32,24 +41,34 @@
 //! }
 //! ```
 
+mod output;
 pub mod pack;
+mod progress;
+mod provider;
 mod render;
+pub mod report;
 #[cfg(test)]
 mod tests;
+mod trace;
 
 use crate::budget::Estimate;
 use crate::caps::Capabilities;
 use crate::host::RunId;
 use crate::journal::{Journal, MemoryJournal};
-use crate::local::{LocalHost, RunOptions, Script, ScriptedProvider};
+use crate::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 use crate::manifest::Pack;
 use crate::node::{DynNode, NodeOutcome};
-use clap::{Args, Parser, Subcommand};
-use render::render_outcome;
-pub use render::{estimate_table, progress_line};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
+pub use progress::{
+    Progress, WatchedProvider, colors_wanted, elapsed_column, progress_line, reply_line,
+};
+pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
+pub use render::{call_summary, estimate_table};
+use render::{conformance_table, render_events, render_outcome};
 use serde_json::{Map, Value, json};
 use std::fmt;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -85,14 +104,43 @@ impl fmt::Display for CliError {
     }
 }
 
+/// The provider script's format, shown by `run --help`.
+const SCRIPT_HELP: &str = "\
+Provider script (--script FILE, or the input's `script` field): a JSON array of steps, served
+in order, one per provider request:
+
+  [ {\"content\": {\"title\": \"The Ledger\"}, \"usage\": {\"inputTokens\": 210, \"outputTokens\": 40}},
+    {\"content\": \"Sure! Here is\", \"usage\": false},
+    {\"content\": {\"text\": \"...\"}, \"usage\": {\"outputTokens\": 900}},
+    {\"finishReason\": \"content-filter\", \"content\": \"I can't help with that.\"},
+    {\"error\": \"503 from upstream\"} ]
+
+  content       a string, sent as is, or any other JSON value, sent as its JSON text
+  usage         {inputTokens?, outputTokens?}, or false for a reply that reports none
+  finishReason  stop (default), length, content-filter
+  mode          native or prompt: the structured-output mode the reply declares
+  error         the provider answers with this error; nothing is generated
+  hang          true: the reply never comes (the host's timeout ends the call)
+
+Each reported outputTokens is clamped to the request's maxTokens; a reply declaring more is
+served truncated (finishReason length), which makes the host's budget growth visible.
+
+Output: progress on standard error (elapsed time per line; a live indicator on a terminal;
+colours only on a terminal and never with NO_COLOR set), the result on standard output.
+A figure the host did not report is written `unknown` (`null` in --json), never 0.";
+
+const EXIT_HELP: &str = "\
+Exit codes: 0 success; 1 a run that failed or would not fit its budget, or a conformance leg
+that did not pass; 2 a usage error. A closed standard output (`| head`) ends the command quietly.";
+
 #[derive(Debug, Parser)]
-#[command(
-    about = "An OpenWOP node pack's command line",
-    disable_help_subcommand = true
-)]
+#[command(disable_help_subcommand = true, after_help = EXIT_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// More tracing on standard error (-v info, -vv debug, -vvv trace); `RUST_LOG` wins.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Debug, Args)]
@@ -104,6 +152,31 @@ struct InputArgs {
     /// The input as JSON text.
     #[arg(long, value_name = "JSON")]
     input_json: Option<String>,
+}
+
+/// The arguments of `run`.
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The node's type id.
+    #[arg(long, value_name = "TYPE_ID")]
+    node: String,
+    #[command(flatten)]
+    input: InputArgs,
+    /// The provider script (JSON, format below); otherwise the input's `script` field.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// Record the run in this SQLite journal (created when missing), for `events` and
+    /// `replay`; in memory otherwise.
+    #[arg(long, value_name = "PATH")]
+    journal: Option<PathBuf>,
+    /// Also draw estimate against actual (requests, output tokens, budget) as an SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    report: Option<PathBuf>,
+    /// Print one JSON object instead of text (no progress).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    provider: ProviderArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,24 +191,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run one node on the local host with a scripted provider.
-    Run {
-        /// The node's type id.
-        #[arg(long, value_name = "TYPE_ID")]
-        node: String,
-        #[command(flatten)]
-        input: InputArgs,
-        /// The provider script (JSON); otherwise the input's `script` field.
-        #[arg(long, value_name = "FILE")]
-        script: Option<PathBuf>,
-        /// Record the run in this SQLite journal (created when missing), for `events` and
-        /// `replay`; in memory otherwise.
-        #[arg(long, value_name = "PATH")]
-        journal: Option<PathBuf>,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    /// Run one node on the local host, with a scripted provider or an OpenAI-compatible server.
+    #[command(after_long_help = SCRIPT_HELP)]
+    Run(RunArgs),
     /// Print a recorded run's events.
     Events {
         /// The run.
@@ -152,7 +210,8 @@ enum Command {
         /// Record the legs' runs in this SQLite journal (created when missing); in memory otherwise.
         #[arg(long, value_name = "PATH")]
         journal: Option<PathBuf>,
-        /// Advertise neither `callAccounting` flag (every gated leg is then skipped).
+        /// Advertise neither `callAccounting` flag: every leg is then skipped by design, which
+        /// passes (exit 0).
         #[arg(long)]
         older_host: bool,
         /// Print JSON.
@@ -174,66 +233,97 @@ enum Command {
     },
 }
 
+/// The argument parser, named after `pack` (`--version` prints the pack's name and version).
+fn command_for(pack: &Pack) -> clap::Command {
+    Cli::command()
+        .about(format!(
+            "{} {}: an OpenWOP node pack's command line",
+            pack.name(),
+            pack.version()
+        ))
+        .name(pack.name().to_owned())
+        .version(format!(
+            "{} (wop-sdk {})",
+            pack.version(),
+            env!("CARGO_PKG_VERSION")
+        ))
+}
+
+/// A line on standard error; a closed standard error is not worth a panic.
+fn note(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Runs the command line on the process arguments; what a pack binary's `main` returns.
 pub fn main(pack: Pack) -> ExitCode {
-    let cli = match Cli::try_parse_from(std::env::args_os()) {
+    let parsed = command_for(&pack)
+        .try_get_matches_from(std::env::args_os())
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
+            // `--help` and `--version` land here too, with exit code 0.
             let _ = e.print();
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    trace::install(cli.verbose);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            note(&format!("error: cannot start the async runtime: {e}"));
             return ExitCode::FAILURE;
         }
     };
-    let mut out = std::io::stdout().lock();
-    match rt.block_on(dispatch(&pack, cli.command, &mut out)) {
+    let color = colors_wanted(std::io::stdout().is_terminal());
+    let mut out = QuietPipe::new(std::io::stdout().lock());
+    let result = rt.block_on(dispatch(&pack, cli.command, color, &mut out));
+    let flushed = out.flush();
+    match result.and_then(|()| flushed.map_err(cannot_write)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = out.flush();
-            eprintln!("error: {e}");
+            note(&format!("error: {e}"));
             ExitCode::from(e.exit)
         }
     }
 }
 
-async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<(), CliError> {
-    let w = |r: std::io::Result<()>| r.map_err(|e| CliError::failed(format!("cannot write: {e}")));
+fn cannot_write(e: std::io::Error) -> CliError {
+    CliError::failed(format!("cannot write the output: {e}"))
+}
+
+async fn dispatch(
+    pack: &Pack,
+    command: Command,
+    color: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let w = |r: std::io::Result<()>| r.map_err(cannot_write);
     match command {
         Command::Manifest => w(print_json(out, &pack.manifest())),
         Command::Estimate { input, json } => {
             let input = read_input(&input)?;
             let estimate = estimate_pack(pack, &input.value, &input.origin)?;
             if json {
-                w(print_json(out, &json!(estimate)))?;
+                w(print_json(out, &estimate))?;
             } else {
                 w(writeln!(out, "{}", estimate_table(&estimate)))?;
             }
             fits(&estimate)
         }
-        Command::Run {
-            node,
-            input,
-            script,
-            journal,
-            json,
-        } => {
-            let node = find(pack, &node)?;
-            let input = read_input(&input)?;
-            let script = script
-                .map(|p| {
-                    Script::from_file(&p).map_err(|e| CliError::usage(format!("--script {e}")))
-                })
+        Command::Run(args) => {
+            let node = find(pack, &args.node)?;
+            let input = read_input(&args.input)?;
+            let script = args
+                .script
+                .as_ref()
+                .map(|p| Script::from_file(p).map_err(|e| CliError::usage(format!("--script {e}"))))
                 .transpose()?;
-            let journal = open_journal(journal.as_deref(), JournalUse::Record)?;
-            run(node, input, script, journal, json, out).await
+            let journal = open_journal(args.journal.as_deref(), JournalUse::Record)?;
+            run(node, input, script, journal, &args, color, out).await
         }
         Command::Events {
             run_id,
@@ -247,25 +337,7 @@ async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<
             journal,
             older_host,
             json,
-        } => {
-            let journal = open_journal(journal.as_deref(), JournalUse::Record)?;
-            let mut builder = LocalHost::builder().journal(journal);
-            if older_host {
-                builder = builder.older_host();
-            }
-            let target = crate::conformance::LocalTarget::new(builder.build());
-            let report = crate::conformance::run_conformance(&target).await;
-            if json {
-                w(print_json(out, &report.to_json()))?;
-            } else {
-                w(writeln!(out, "{report}"))?;
-            }
-            if report.all_passed() {
-                Ok(())
-            } else {
-                Err(CliError::failed("not every RFC 0248 leg passed"))
-            }
-        }
+        } => conformance(journal.as_deref(), older_host, json, out).await,
         Command::Pack(options) => {
             let folder = pack::write_pack(pack, &options)?;
             w(writeln!(out, "{}", folder.display()))
@@ -276,8 +348,62 @@ async fn dispatch(pack: &Pack, command: Command, out: &mut dyn Write) -> Result<
             json,
         } => {
             let journal = open_journal(Some(&journal), JournalUse::Replay)?;
-            replay(pack, journal, &RunId::new(run_id), json, out).await
+            replay(pack, journal, &RunId::new(run_id), json, color, out).await
         }
+    }
+}
+
+async fn conformance(
+    journal: Option<&Path>,
+    older_host: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let journal = open_journal(journal, JournalUse::Record)?;
+    let mut builder = LocalHost::builder().journal(journal);
+    if older_host {
+        builder = builder.older_host();
+    }
+    let target = crate::conformance::LocalTarget::new(builder.build());
+    let report = crate::conformance::run_conformance(&target).await;
+    let not_passed: Vec<&str> = report
+        .legs
+        .iter()
+        .filter(|(_, v)| !v.is_pass())
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let all_skipped =
+        !report.legs.is_empty() && report.legs.iter().all(|(_, v)| v.as_str() == "skipped");
+    // With --older-host nothing is advertised, so every leg is gated off (RFC 0248 §C): that is
+    // the expected answer, not a failure.
+    let result = if report.all_passed() {
+        "passed"
+    } else if older_host && all_skipped {
+        "skipped-by-design"
+    } else {
+        "failed"
+    };
+    if json {
+        let mut v = report.to_json();
+        v["result"] = json!(result);
+        print_json(out, &v).map_err(cannot_write)?;
+    } else {
+        writeln!(out, "{}", conformance_table(&report)).map_err(cannot_write)?;
+    }
+    match result {
+        "passed" => Ok(()),
+        "skipped-by-design" => {
+            note(
+                "every leg was skipped, as --older-host intends: a host that advertises no \
+                 `aiProviders.callAccounting` is not bound by RFC 0248 (§C), so there is nothing \
+                 to judge",
+            );
+            Ok(())
+        }
+        _ => Err(CliError::failed(format!(
+            "not every RFC 0248 leg passed: {}",
+            not_passed.join(", ")
+        ))),
     }
 }
 
@@ -389,18 +515,71 @@ fn plan_of(
     })
 }
 
-fn host_with(journal: Arc<dyn Journal>, provider: ScriptedProvider, progress: bool) -> LocalHost {
-    let b = LocalHost::builder().provider(provider).journal(journal);
-    if progress {
-        b.observer(|e| {
-            if let Some(line) = progress_line(e) {
-                eprintln!("  {line}");
-            }
-        })
-        .build()
-    } else {
-        b.build()
+/// The provider behind `run` and `replay`: the one place it is chosen (provider flags, added to
+/// [`RunArgs`], pick another here). The local host's scripted provider serves the `--script`
+/// file or the input's `script`; a replay sends nothing. Whatever it is, [`host_with`] watches it.
+/// The scripted provider, for `replay` (a replay asks no provider) and `run --provider script`.
+fn scripted() -> Chosen {
+    let mock = ScriptedProvider::default();
+    Chosen {
+        provider: Arc::new(mock.clone()),
+        scripts: Some(mock),
+        configure: Box::new(|_| {}),
     }
+}
+
+/// The provider `run`'s flags choose.
+fn provider(args: &ProviderArgs) -> Result<Chosen, CliError> {
+    // Refuses flags that only an OpenAI-compatible server uses with the scripted provider.
+    args.host_builder()?;
+    #[cfg(feature = "openai")]
+    if let Some(openai) = args.openai_provider()? {
+        let fit = openai.clone();
+        let native = args.native_structured_output();
+        return Ok(Chosen {
+            provider: Arc::new(openai),
+            scripts: None,
+            configure: Box::new(move |c| {
+                fit.configure_host(c);
+                c.native_structured_output = native;
+            }),
+        });
+    }
+    Ok(scripted())
+}
+
+/// The provider of a run, the scripted provider's handle when it is one (it serves `--script`
+/// and the scripts of node inputs), and the host settings the provider needs.
+struct Chosen {
+    provider: Arc<dyn Provider>,
+    scripts: Option<ScriptedProvider>,
+    configure: Box<dyn FnOnce(&mut crate::local::LocalConfig)>,
+}
+
+/// A local host on `journal` whose provider is watched: what it receives goes to `sent`, and
+/// every event and every answer without an event of its own to `progress`.
+fn host_with(
+    journal: Arc<dyn Journal>,
+    chosen: Chosen,
+    progress: &Progress,
+    sent: &SentLog,
+) -> LocalHost {
+    let (on_reply, on_event, log) = (progress.clone(), progress.clone(), sent.clone());
+    let mut builder = LocalHost::builder()
+        .config(chosen.configure)
+        .journal(journal)
+        .provider(WatchedProvider::new(
+            chosen.provider,
+            move |request, answer| {
+                log.record(request, answer);
+                on_reply.reply(request, answer);
+            },
+        ))
+        .observer(move |e| on_event.event(e));
+    if let Some(scripts) = chosen.scripts {
+        builder = builder.scripts(scripts);
+    }
+    builder.build()
 }
 
 /// The estimate of a pack for `{typeId: input, ...}`.
@@ -477,58 +656,111 @@ async fn run(
     input: Input,
     script: Option<Script>,
     journal: Arc<dyn Journal>,
-    json: bool,
+    args: &RunArgs,
+    color: bool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let plan = plan_of(node, &input.value, &input.origin, "")?;
-    if script.is_none() && input.value.get("script").is_none() {
+    let chosen = provider(&args.provider)?;
+    if !args.provider.is_script() && script.is_some() {
+        return Err(CliError::usage(
+            "--script serves the scripted provider: drop it, or drop `--provider openai`",
+        ));
+    }
+    if args.provider.is_script() && script.is_none() && input.value.get("script").is_none() {
         return Err(CliError::usage(format!(
             "{}: no provider script: pass --script FILE (or a `script` field in the input, for a \
-             node that takes one); the local host's provider serves only scripted replies",
+             node that takes one; the format is in `run --help`), or use `--provider openai` for \
+             an OpenAI-compatible server",
             input.origin
         )));
     }
-    let host = host_with(journal, ScriptedProvider::default(), !json);
+    let progress = if args.json {
+        Progress::hidden()
+    } else {
+        Progress::stderr()
+    };
+    let sent = SentLog::default();
+    let host = host_with(journal, chosen, &progress, &sent);
     let caps = Capabilities::negotiate(host.capabilities());
     let mut estimate = Estimate::new(&caps);
     let s = node.spec();
+    let node_id = "main";
     estimate.add_node(
         &caps,
         Some(host.config().provider_max_tokens),
-        "main",
+        node_id,
         s.type_id,
         s.max_calls,
         &plan,
     );
-    if !json {
-        eprintln!("{}", estimate_table(&estimate));
-    }
+    progress.text(&estimate_table(&estimate));
     fits(&estimate).map_err(|e| CliError::failed(format!("refusing to start: {e}")))?;
+    progress.text("Progress");
     let options = RunOptions {
-        node_id: Some("main".to_owned()),
+        node_id: Some(node_id.to_owned()),
         script,
         ..RunOptions::default()
     };
     let outcome = host.run_with(node, input.value, options).await;
-    print_outcome(&outcome, Some(&estimate), json, out)
+    progress.finish();
+    let provider = sent.of(node_id);
+    if let Some(path) = &args.report {
+        let chart = chart_of(&outcome, &estimate, provider, s.type_id);
+        chart.save(path).map_err(|e| {
+            CliError::failed(format!("--report {}: cannot write: {e}", path.display()))
+        })?;
+    }
+    print_outcome(&outcome, provider, Some(&estimate), args.json, color, out)
+}
+
+/// The picture of one node's run: its estimate against what the provider received.
+fn chart_of(o: &NodeOutcome, estimate: &Estimate, sent: Sent, type_id: &str) -> report::Chart {
+    let e = estimate.nodes.iter().find(|n| n.node_id == o.node_id);
+    report::Chart {
+        title: format!("{type_id}: estimate against actual (run {})", o.run_id),
+        rows: vec![report::ChartRow {
+            node_id: o.node_id.clone(),
+            estimate_requests: e.map_or(0, |n| n.requests),
+            requests: Some(sent.requests),
+            estimate_output_tokens: e.map_or(0, |n| n.output_tokens),
+            output_tokens: Some(sent.output_tokens),
+            output_tokens_floor: !sent.usage_complete,
+            budget_used: o.budget.used,
+            max_calls: o.budget.max_calls,
+            held_back: held_back(&o.calls),
+        }],
+    }
+}
+
+/// Calls the node's budget refused before dispatch.
+fn held_back(calls: &[crate::node::CallReport]) -> u32 {
+    let n = calls
+        .iter()
+        .filter(|c| c.status == crate::wire::ErrorCode::BudgetExhausted.as_str())
+        .count();
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn print_outcome(
     outcome: &NodeOutcome,
+    sent: Sent,
     estimate: Option<&Estimate>,
     json: bool,
+    color: bool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let shape = NodeRunJson::new(outcome, sent);
     let written = if json {
-        let mut v = json!({"outcome": outcome});
+        let mut v = json!({"outcome": shape});
         if let Some(e) = estimate {
             v["estimate"] = json!(e);
         }
         print_json(out, &v)
     } else {
-        render_outcome(outcome, out)
+        render_outcome(&shape, color, out)
     };
-    written.map_err(|e| CliError::failed(format!("cannot write: {e}")))?;
+    written.map_err(cannot_write)?;
     match &outcome.result {
         Ok(_) => Ok(()),
         Err(e) => Err(CliError::failed(format!(
@@ -550,13 +782,11 @@ async fn events(
         .await
         .map_err(|e| CliError::failed(format!("cannot read the journal: {e}")))?;
     let written = if json {
-        print_json(out, &json!(events))
+        print_json(out, &events)
     } else {
-        events
-            .iter()
-            .try_for_each(|e| writeln!(out, "{:>4} {:<32} {}", e.sequence, e.kind(), e.payload()))
+        render_events(&events, out)
     };
-    written.map_err(|e| CliError::failed(format!("cannot write: {e}")))
+    written.map_err(cannot_write)
 }
 
 async fn known_run(
@@ -575,6 +805,7 @@ async fn replay(
     journal: Arc<dyn Journal>,
     run: &RunId,
     json: bool,
+    color: bool,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let record = known_run(&journal, run).await?;
@@ -587,15 +818,14 @@ async fn replay(
         .unwrap_or_else(|| "main".to_owned());
     let input = meta("input").unwrap_or(Value::Object(Map::new()));
     let node = find(pack, &type_id)?;
-    let host = host_with(journal, ScriptedProvider::default(), !json);
+    let progress = if json {
+        Progress::hidden()
+    } else {
+        Progress::stderr()
+    };
+    let sent = SentLog::default();
+    let host = host_with(journal, scripted(), &progress, &sent);
     let outcome = host.replay(run, &node_id, node, input).await;
-    print_outcome(&outcome, None, json, out)
-}
-
-fn print_json(out: &mut dyn Write, v: &Value) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-    )
+    progress.finish();
+    print_outcome(&outcome, sent.of(&node_id), None, json, color, out)
 }

@@ -3,7 +3,7 @@
 //! It makes ONE `ctx.callAI` call and writes the result's `attempts` to its output, so the suite
 //! can compare what the host says the call cost with what the script (which the suite wrote) and
 //! the `provider.usage` events say. The host's conformance mock serves the input's `script`
-//! (the local host's [`crate::local::ScriptedProvider`] takes it through `Provider::prepare_run`).
+//! (the local host's [`crate::local::ScriptedProvider`] takes it from the node's input).
 //!
 
 use crate::ai::{AiRequest, Text};
@@ -69,18 +69,19 @@ pub async fn echo_attempts(ctx: &NodeCtx<'_>, input: EchoInput) -> Result<EchoOu
 }
 
 /// The fixture's one call, structured or plain, and the `attempts` its result carries.
-async fn call<T: crate::ai::Output>(
-    ctx: &NodeCtx<'_>,
+async fn call<'run, T: crate::ai::Output>(
+    ctx: &NodeCtx<'run>,
     input: &EchoInput,
-) -> Result<Option<crate::wire::Attempts>, NodeError> {
+) -> Result<Option<crate::wire::Attempts>, NodeError<'run>> {
     let mut request = AiRequest::<T>::prompt(PROMPT);
     if let Some(n) = input.max_tokens {
         request = request.max_tokens(n);
     }
-    if let Some(raw) = &input.retry {
-        request = request.raw_retry(raw.clone());
-    }
-    let completion = ctx.call_ai(request).await?;
+    let completion = match &input.retry {
+        // Sent as is through the host's JSON edge, so the host's own refusal is what is tested.
+        Some(raw) => ctx.call_ai_with_raw_retry(request, raw.clone()).await?,
+        None => ctx.call_ai(request).await?,
+    };
     Ok(ctx
         .capabilities()
         .attempts()

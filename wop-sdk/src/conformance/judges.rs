@@ -167,14 +167,25 @@ pub fn structured_output(plain: &Observed, native: &Observed) -> Result<(), Stri
     }
 }
 
-/// `0248.attempts-replayed` (§A.5): the fork's `attempts` are byte-equal to the source's.
+/// The `attempts` of the run's first `ctx.callAI` answer as the host gave it (its own bytes,
+/// not the fixture's re-serialization), as JSON text.
+pub fn answered_attempts(obs: &Observed) -> Result<String, String> {
+    attempts_of(obs)?;
+    let answer = obs
+        .answers
+        .first()
+        .ok_or("the target recorded no `ctx.callAI` answer for the run")?;
+    answer
+        .get("attempts")
+        .map(Value::to_string)
+        .ok_or_else(|| "the host's answer carries no `attempts`".to_owned())
+}
+
+/// `0248.attempts-replayed` (§A.5): the fork's `attempts` are byte-equal to the source's, as the
+/// host answered them (not as the fixture re-serialized them).
 pub fn attempts_replayed(source: &Observed, fork: &Observed) -> Result<(), String> {
-    let s = attempts_of(source).map_err(|e| format!("the source run: {e}"))?;
-    let f = attempts_of(fork).map_err(|e| format!("the replay fork: {e}"))?;
-    let (s, f) = (
-        Value::Object(s.clone()).to_string(),
-        Value::Object(f.clone()).to_string(),
-    );
+    let s = answered_attempts(source).map_err(|e| format!("the source run: {e}"))?;
+    let f = answered_attempts(fork).map_err(|e| format!("the replay fork: {e}"))?;
     if s != f {
         return Err(format!(
             "the fork's `attempts` {f} differ from the source's {s}"
@@ -289,6 +300,7 @@ mod tests {
             run_id: RunId::new("r"),
             output: Ok(json!({"attempts": attempts, "ok": true})),
             events,
+            answers: vec![json!({"data": {}, "attempts": attempts})],
         }
     }
 
@@ -297,6 +309,7 @@ mod tests {
             run_id: RunId::new("r"),
             output: Err(error),
             events,
+            answers: Vec::new(),
         }
     }
 
@@ -402,6 +415,13 @@ mod tests {
             vec![],
         );
         assert!(super::attempts_replayed(&honest_count(), &missing).is_err());
+        // The host's own bytes are judged: `2.0` is not `2`, though both parse to the same count.
+        let mut reworded = honest_count();
+        reworded.answers[0]["attempts"]["count"] = json!(2.0);
+        assert!(super::attempts_replayed(&honest_count(), &reworded).is_err());
+        let mut unrecorded = honest_count();
+        unrecorded.answers.clear();
+        assert!(super::attempts_replayed(&honest_count(), &unrecorded).is_err());
     }
 
     fn exhausted(total: u64) -> RunEvent {

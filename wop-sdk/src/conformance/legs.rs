@@ -49,6 +49,10 @@ pub struct Observed {
     pub output: Result<Value, ErrorEnvelope>,
     /// The run's event log.
     pub events: Vec<RunEvent>,
+    /// Each `ctx.callAI` answer exactly as the host gave it, in call order (the host's own
+    /// bytes, before the SDK parsed them): a target records them at its host boundary, e.g. with
+    /// [`super::Recording`]. The judges of replay and of `usage` read these.
+    pub answers: Vec<Value>,
 }
 
 /// A host under test, as the harness drives it.
@@ -128,7 +132,8 @@ fn script_of(input: &Value) -> &Value {
     input.get("script").unwrap_or(&Value::Null)
 }
 
-/// Runs the eight `0248.*` legs against `target` and reports a verdict for each.
+/// Runs the eight `0248.*` legs against `target`, then the extra checks (the RFC 0248 MUSTs the
+/// legs do not hold, see [`super::extra`]), and reports a verdict for each, the two kinds apart.
 ///
 /// Gating (from the host's capability document): the attempts legs on
 /// `callAccounting.attempts`, the cap, growth and malformed legs on `callAccounting.retryPolicy`,
@@ -143,6 +148,7 @@ pub async fn run_conformance(target: &dyn ConformanceTarget) -> Report {
     let no_policy =
         || Verdict::Skipped("the host does not advertise `callAccounting.retryPolicy`".into());
     let mut report = Report::default();
+    let mut judged_count: Option<(Observed, Value)> = None;
     let mut push = |id: &str, v: Verdict| report.legs.push((id.to_owned(), v));
 
     // The count run feeds attempts-count, output-tokens-sum and attempts-replayed.
@@ -183,6 +189,7 @@ pub async fn run_conformance(target: &dyn ConformanceTarget) -> Report {
                     no_replay()
                 };
                 push(ATTEMPTS_REPLAYED, v);
+                judged_count = Some((count, script.clone()));
             }
         }
     } else {
@@ -218,6 +225,12 @@ pub async fn run_conformance(target: &dyn ConformanceTarget) -> Report {
             push(id, no_policy());
         }
     }
+    report.extra = super::extra::run_extra(
+        target,
+        &doc,
+        judged_count.as_ref().map(|(obs, script)| (obs, script)),
+    )
+    .await;
     report
 }
 

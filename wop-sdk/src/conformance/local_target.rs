@@ -3,6 +3,7 @@
 
 use super::fixture::EchoAttempts;
 use super::legs::{ConformanceTarget, Observed};
+use super::recording::Recording;
 use crate::host::{BoxFuture, Host, RunId};
 use crate::local::{LocalHost, RunOptions};
 use crate::node::NodeOutcome;
@@ -43,25 +44,27 @@ impl LocalTarget {
     }
 }
 
-async fn observe(host: &dyn Host, outcome: NodeOutcome) -> Observed {
-    let events = host.events(&outcome.run_id).await;
+async fn observe(recording: &Recording, outcome: NodeOutcome) -> Observed {
+    let events = recording.events(&outcome.run_id).await;
     Observed {
         run_id: outcome.run_id,
         output: outcome.result,
         events,
+        answers: recording.answers(),
     }
 }
 
 async fn run(local: &LocalHost, host: Arc<dyn Host>, input: Value) -> Observed {
+    let recording = Arc::new(Recording::new(host));
     let outcome = local
         .run_on(
-            Arc::clone(&host),
+            Arc::clone(&recording) as Arc<dyn Host>,
             &EchoAttempts,
             input,
             RunOptions::default(),
         )
         .await;
-    observe(host.as_ref(), outcome).await
+    observe(&recording, outcome).await
 }
 
 async fn replay(local: &LocalHost, host: Arc<dyn Host>, source: &RunId) -> Observed {
@@ -76,6 +79,7 @@ async fn replay(local: &LocalHost, host: Arc<dyn Host>, source: &RunId) -> Obser
                     "the source run is not recorded",
                 )),
                 events: Vec::new(),
+                answers: Vec::new(),
             };
         }
     };
@@ -85,10 +89,17 @@ async fn replay(local: &LocalHost, host: Arc<dyn Host>, source: &RunId) -> Obser
         .unwrap_or(NODE_ID)
         .to_owned();
     let input = meta.get("input").cloned().unwrap_or(Value::Null);
+    let recording = Arc::new(Recording::new(host));
     let outcome = local
-        .replay_on(Arc::clone(&host), source, &node_id, &EchoAttempts, input)
+        .replay_on(
+            Arc::clone(&recording) as Arc<dyn Host>,
+            source,
+            &node_id,
+            &EchoAttempts,
+            input,
+        )
         .await;
-    observe(host.as_ref(), outcome).await
+    observe(&recording, outcome).await
 }
 
 impl ConformanceTarget for LocalTarget {

@@ -56,11 +56,13 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// The verdict of every leg, in the order they ran.
+/// The verdict of every official leg and of every extra check, in the order they ran.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
-    /// (leg id, verdict).
+    /// The eight official `0248.*` legs: (leg id, verdict).
     pub legs: Vec<(String, Verdict)>,
+    /// The extra checks (`extra.*`): the RFC 0248 MUSTs the official legs do not hold.
+    pub extra: Vec<(String, Verdict)>,
 }
 
 impl Report {
@@ -75,7 +77,26 @@ impl Report {
         !self.legs.is_empty() && self.legs.iter().all(|(_, v)| v.is_pass())
     }
 
-    /// The ids of the legs with this verdict spelling (`executed-fail`, …).
+    /// The verdict of extra check `id`.
+    pub fn extra_verdict(&self, id: &str) -> Option<&Verdict> {
+        self.extra.iter().find(|(l, _)| l == id).map(|(_, v)| v)
+    }
+
+    /// Whether every extra check is `executed-pass` (an empty list passes nothing).
+    pub fn all_extra_passed(&self) -> bool {
+        !self.extra.is_empty() && self.extra.iter().all(|(_, v)| v.is_pass())
+    }
+
+    /// The ids of the extra checks with this verdict spelling (`executed-fail`, …).
+    pub fn extra_ids_with(&self, verdict: &str) -> Vec<&str> {
+        self.extra
+            .iter()
+            .filter(|(_, v)| v.as_str() == verdict)
+            .map(|(id, _)| id.as_str())
+            .collect()
+    }
+
+    /// The ids of the official legs with this verdict spelling (`executed-fail`, …).
     pub fn ids_with(&self, verdict: &str) -> Vec<&str> {
         self.legs
             .iter()
@@ -84,48 +105,62 @@ impl Report {
             .collect()
     }
 
-    /// The report as JSON: `{"legs": [{"id", "verdict", "reason"?}], "allPassed"}`.
+    /// The report as JSON: `{"legs": [{"id", "verdict", "reason"?}], "allPassed", "extra":
+    /// [...], "allExtraPassed"}`.
     pub fn to_json(&self) -> Value {
-        let legs: Vec<Value> = self
-            .legs
-            .iter()
-            .map(|(id, v)| {
-                let mut leg = json!({"id": id, "verdict": v.as_str()});
-                if let Some(r) = v.reason() {
-                    leg["reason"] = json!(r);
-                }
-                leg
-            })
-            .collect();
-        json!({"legs": legs, "allPassed": self.all_passed()})
+        let rows = |list: &[(String, Verdict)]| -> Vec<Value> {
+            list.iter()
+                .map(|(id, v)| {
+                    let mut leg = json!({"id": id, "verdict": v.as_str()});
+                    if let Some(r) = v.reason() {
+                        leg["reason"] = json!(r);
+                    }
+                    leg
+                })
+                .collect()
+        };
+        let mut out = json!({"legs": rows(&self.legs), "allPassed": self.all_passed()});
+        if !self.extra.is_empty() {
+            out["extra"] = json!(rows(&self.extra));
+            out["allExtraPassed"] = json!(self.all_extra_passed());
+        }
+        out
     }
+}
+
+fn table(f: &mut fmt::Formatter<'_>, title: &str, rows: &[(String, Verdict)]) -> fmt::Result {
+    let id_w = rows
+        .iter()
+        .map(|(id, _)| id.chars().count())
+        .chain(std::iter::once(title.len()))
+        .max()
+        .unwrap_or(3);
+    let v_w = "executed-pass".len();
+    writeln!(f, "{:<id_w$}  {:<v_w$}  reason", title, "verdict")?;
+    writeln!(
+        f,
+        "{}  {}  {}",
+        "-".repeat(id_w),
+        "-".repeat(v_w),
+        "-".repeat(6)
+    )?;
+    for (id, v) in rows {
+        let line = format!(
+            "{id:<id_w$}  {:<v_w$}  {}",
+            v.as_str(),
+            v.reason().unwrap_or("")
+        );
+        writeln!(f, "{}", line.trim_end())?;
+    }
+    Ok(())
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let id_w = self
-            .legs
-            .iter()
-            .map(|(id, _)| id.chars().count())
-            .chain(std::iter::once("leg".len()))
-            .max()
-            .unwrap_or(3);
-        let v_w = "executed-pass".len();
-        writeln!(f, "{:<id_w$}  {:<v_w$}  reason", "leg", "verdict")?;
-        writeln!(
-            f,
-            "{}  {}  {}",
-            "-".repeat(id_w),
-            "-".repeat(v_w),
-            "-".repeat(6)
-        )?;
-        for (id, v) in &self.legs {
-            let line = format!(
-                "{id:<id_w$}  {:<v_w$}  {}",
-                v.as_str(),
-                v.reason().unwrap_or("")
-            );
-            writeln!(f, "{}", line.trim_end())?;
+        table(f, "leg", &self.legs)?;
+        if !self.extra.is_empty() {
+            writeln!(f)?;
+            table(f, "extra check", &self.extra)?;
         }
         Ok(())
     }
@@ -149,6 +184,7 @@ mod tests {
                 ),
                 ("0248.x".into(), Verdict::Blocked("no retry".into())),
             ],
+            extra: Vec::new(),
         }
     }
 
@@ -179,11 +215,35 @@ mod tests {
     }
 
     #[test]
+    fn the_extra_checks_are_shown_apart_from_the_legs() {
+        let mut report = sample();
+        report.extra = vec![
+            ("extra.a".into(), Verdict::ExecutedPass),
+            ("extra.b".into(), Verdict::ExecutedFail("caught".into())),
+        ];
+        let text = report.to_string();
+        let (legs, extra) = text.split_once("\n\n").expect("two tables");
+        assert!(legs.contains("0248.attempts-count") && !legs.contains("extra.a"));
+        assert!(extra.starts_with("extra check") && extra.contains("executed-fail  caught"));
+        let j = report.to_json();
+        assert_eq!(j["legs"].as_array().map(Vec::len), Some(4));
+        assert_eq!(j["extra"][1]["verdict"], "executed-fail");
+        assert_eq!(j["allExtraPassed"], false);
+        assert!(!report.all_extra_passed());
+        assert_eq!(report.extra_ids_with("executed-fail"), vec!["extra.b"]);
+        assert_eq!(
+            report.extra_verdict("extra.a"),
+            Some(&Verdict::ExecutedPass)
+        );
+    }
+
+    #[test]
     fn all_passed_needs_every_leg_executed_and_passing() {
         assert!(!Report::default().all_passed());
         assert!(!sample().all_passed());
         let ok = Report {
             legs: vec![("a".into(), Verdict::ExecutedPass)],
+            extra: Vec::new(),
         };
         assert!(ok.all_passed());
         assert_eq!(

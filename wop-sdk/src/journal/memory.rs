@@ -2,7 +2,7 @@
 //! survives the process.
 
 use super::{
-    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Outcome, RunRecord,
+    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
 };
 use crate::host::{AttemptKey, BoxFuture, RunId};
 use crate::wire::{Event, RunEvent};
@@ -20,6 +20,7 @@ struct State {
     completed: HashSet<(RunId, String)>,
     events: HashMap<RunId, Vec<RunEvent>>,
     charges: BTreeMap<AttemptKey, Charge>,
+    leases: HashMap<AttemptKey, Lease>,
 }
 
 /// A journal held in memory.
@@ -62,6 +63,35 @@ fn push_events(state: &mut State, run: &RunId, events: Vec<Event>) -> u64 {
     sequence
 }
 
+/// `begin`, under the lock.
+fn begin_in(s: &mut State, key: &AttemptKey, fingerprint: &Fingerprint, attempt_id: &str) -> Begin {
+    match s.calls.get(key) {
+        None => {
+            s.calls.insert(
+                key.clone(),
+                Entry {
+                    attempt_id: attempt_id.to_owned(),
+                    fingerprint: *fingerprint,
+                    requests: 0,
+                    outcome: None,
+                },
+            );
+            Begin::Fresh
+        }
+        Some(e) if e.fingerprint != *fingerprint => Begin::Mismatch,
+        Some(e) => match &e.outcome {
+            Some(o) => Begin::Recorded {
+                attempt_id: e.attempt_id.clone(),
+                outcome: o.clone(),
+            },
+            None => Begin::Unfinished {
+                attempt_id: e.attempt_id.clone(),
+                requests: e.requests,
+            },
+        },
+    }
+}
+
 impl Journal for MemoryJournal {
     fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
         let mut s = self.lock();
@@ -92,33 +122,52 @@ impl Journal for MemoryJournal {
         fingerprint: &'a Fingerprint,
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        ready(Ok(begin_in(&mut self.lock(), key, fingerprint, attempt_id)))
+    }
+
+    fn begin_leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        // One lock: nobody sees the identity without its lease.
         let mut s = self.lock();
-        let begin = match s.calls.get(key) {
-            None => {
-                s.calls.insert(
-                    key.clone(),
-                    Entry {
-                        attempt_id: attempt_id.to_owned(),
-                        fingerprint: *fingerprint,
-                        requests: 0,
-                        outcome: None,
-                    },
-                );
-                Begin::Fresh
+        let begin = begin_in(&mut s, key, fingerprint, attempt_id);
+        if begin == Begin::Fresh {
+            if let Some(e) = s.calls.get_mut(key) {
+                // Request 1, announced with the identity (`max_tokens` is not kept in memory).
+                e.requests = e.requests.max(1);
             }
-            Some(e) if e.fingerprint != *fingerprint => Begin::Mismatch,
-            Some(e) => match &e.outcome {
-                Some(o) => Begin::Recorded {
-                    attempt_id: e.attempt_id.clone(),
-                    outcome: o.clone(),
-                },
-                None => Begin::Unfinished {
-                    attempt_id: e.attempt_id.clone(),
-                    requests: e.requests,
-                },
-            },
-        };
+            let _ = max_tokens;
+            s.leases.insert(key.clone(), lease.clone());
+        }
         ready(Ok(begin))
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let mut s = self.lock();
+        let renewed = match s.leases.get_mut(key) {
+            Some(held) if held.holder == lease.holder => {
+                *held = lease.clone();
+                true
+            }
+            _ => false,
+        };
+        ready(Ok(renewed))
+    }
+
+    fn leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
+        ready(Ok(self.lock().leases.get(key).cloned()))
     }
 
     fn record_request<'a>(
@@ -170,6 +219,7 @@ impl Journal for MemoryJournal {
             let id = e.attempt_id.clone();
             s.completed.insert((key.run_id.clone(), id));
         }
+        s.leases.remove(key);
         if let Some(c) = charge {
             s.charges.insert(key.clone(), c.clone());
         }

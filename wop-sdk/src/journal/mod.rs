@@ -4,19 +4,25 @@
 //! dispatch; each provider request of the call is recorded as it is sent; the terminal outcome,
 //! its charge and the call's events are written in one transaction. On re-entry the journal tells
 //! the host whether to replay ([`Begin::Recorded`]), refuse ([`Begin::Mismatch`]), or report an
-//! ambiguous dispatch ([`Begin::Unfinished`]): redelivery is not retry.
+//! ambiguous dispatch ([`Begin::Unfinished`]): redelivery is not retry. An unfinished call is
+//! ambiguous only when its owner is gone: the owner holds a [`Lease`] on it (process, boot,
+//! heartbeat; see [`lease`]), and a second host waits for a live owner and reattaches to its
+//! outcome.
 //!
 //! Two stores pass one shared test suite: [`MemoryJournal`] for fast unit tests and, with the
 //! `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL, durable before dispatch).
 
 mod fingerprint;
+pub mod lease;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(test)]
 pub(crate) mod suite;
 
-pub use fingerprint::{Fingerprint, canonical_json, fingerprint};
+pub use crate::wire::canonical_json;
+pub use fingerprint::{Fingerprint, fingerprint};
+pub use lease::Lease;
 pub use memory::MemoryJournal;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteJournal;
@@ -206,6 +212,42 @@ pub trait Journal: Send + Sync {
         })
     }
 
+    /// [`Journal::begin_first_request`] and, when the identity is fresh, `lease` on the call,
+    /// made durable together: a second host never sees the identity without its owner. The
+    /// default keeps no lease (a store without leases: a second host then takes every unfinished
+    /// call for abandoned, as before leases).
+    fn begin_leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let _ = lease;
+        self.begin_first_request(key, fingerprint, attempt_id, max_tokens)
+    }
+
+    /// Renews the heartbeat of `lease` on the call, if `lease.holder` still holds it; answers
+    /// whether it did. [`Journal::finish`] gives the lease up.
+    fn renew_lease<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let _ = (key, lease);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// The lease on an unfinished call, if any.
+    fn leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
+        let _ = key;
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// Records that provider request number `n` (from 1) of the call is about to be sent with
     /// `max_tokens`.
     fn record_request<'a>(
@@ -215,7 +257,8 @@ pub trait Journal: Send + Sync {
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
-    /// Writes the terminal outcome, its charge and the call's events in one transaction.
+    /// Writes the terminal outcome, its charge and the call's events in one transaction, and
+    /// gives up the call's lease.
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,

@@ -182,10 +182,74 @@ pub(crate) async fn runs_and_events(j: &dyn Journal) {
     assert_eq!(events[1].payload()["outputs"], json!({"output": 1}));
 }
 
+/// A lease is written with the identity, renewed only by its holder, never taken over by a
+/// second entry, and given up with the outcome; a waiter reattaches to a live owner's outcome.
+pub(crate) async fn leases(j: &dyn Journal) {
+    use super::lease::{Awaited, await_owner};
+    let k = key("leased", 0);
+    let owner = Lease::now("owner-host");
+    assert_eq!(
+        j.begin_leased(&k, &fp(7), "a-7", 100, &owner).await,
+        Ok(Begin::Fresh)
+    );
+    assert_eq!(j.leased(&k).await, Ok(Some(owner.clone())));
+    assert_eq!(
+        j.lookup(&k).await.expect("lookup").map(|e| e.requests),
+        Some(1),
+        "request 1 is announced with the identity"
+    );
+    // A second entry finds the call unfinished and does not take the lease.
+    let second = Lease::now("second-host");
+    assert_eq!(
+        j.begin_leased(&k, &fp(7), "a-other", 100, &second).await,
+        Ok(Begin::Unfinished {
+            attempt_id: "a-7".into(),
+            requests: 1
+        })
+    );
+    assert_eq!(j.leased(&k).await, Ok(Some(owner.clone())));
+    assert_eq!(j.renew_lease(&k, &second).await, Ok(false));
+    let mut renewed = owner.clone();
+    renewed.heartbeat_ms += 500;
+    assert_eq!(j.renew_lease(&k, &renewed).await, Ok(true));
+    assert_eq!(j.leased(&k).await, Ok(Some(renewed.clone())));
+    // The holder's own stale lease is not waited for.
+    assert_eq!(
+        await_owner(j, &k, "owner-host").await,
+        Ok(Awaited::Abandoned)
+    );
+    // A live owner is waited for, until it finishes: the waiter reattaches to its outcome.
+    let finishing = async {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        j.finish(&k, &completed(r#"{"content":"owner"}"#), None, &[])
+            .await
+            .expect("finish");
+    };
+    let (awaited, ()) = tokio::join!(await_owner(j, &k, "second-host"), finishing);
+    assert_eq!(
+        awaited,
+        Ok(Awaited::Finished(completed(r#"{"content":"owner"}"#)))
+    );
+    assert_eq!(j.leased(&k).await, Ok(None), "given up with the outcome");
+    assert_eq!(j.renew_lease(&k, &renewed).await, Ok(false));
+    // An owner whose heartbeat stopped is gone.
+    let k2 = key("leased", 1);
+    let mut stale = Lease::now("crashed-host");
+    stale.heartbeat_ms = 0;
+    j.begin_leased(&k2, &fp(8), "a-8", 100, &stale)
+        .await
+        .expect("begin");
+    assert_eq!(
+        await_owner(j, &k2, "second-host").await,
+        Ok(Awaited::Abandoned)
+    );
+}
+
 #[tokio::test]
 async fn memory_journal_passes_the_suite() {
     let j = MemoryJournal::new();
     begin_answers(&j).await;
     failures_and_lineage(&j).await;
     runs_and_events(&j).await;
+    leases(&j).await;
 }

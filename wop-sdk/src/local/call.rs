@@ -1,49 +1,56 @@
-//! One call through the local host: the retry loop of SPEC.md, accounting, events, charge.
+//! One dispatched call through the local host: drives the retry loop ([`super::retry`]) with its
+//! I/O — admission, the journal's record of each request, the provider behind the reply guard,
+//! classification of each reply, the call's events — and ends with the outcome, the charge and
+//! the events, ready for the journal's terminal transaction.
 
 use super::Inner;
+use super::events::CallEvents;
 use super::provider::{ProviderError, ProviderReply, ProviderRequest};
+use super::retry::{Backoff, End, Miss, Observed, RetryLoop};
+use crate::budget::AttemptPlan;
 use crate::host::AttemptKey;
 use crate::journal::{Charge, Outcome};
+use crate::policy::RetryPolicy;
 use crate::wire::{
-    Attempts, CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope, FinishReason, Message,
-    SemanticStatus, StructuredOutputMode, Usage, kind,
+    Attempts, CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope, FinishReason, SemanticStatus,
+    StructuredOutputMode,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
-/// How a dispatched call ended, ready for the journal's terminal transaction.
+/// How a dispatched call ended.
 pub(crate) struct Finished {
     pub(crate) outcome: Outcome,
     /// For a completed call, the result whose exact text `outcome` records.
-    pub(crate) result: Option<Value>,
+    pub(crate) result: Option<CallAiResult>,
     pub(crate) charge: Option<Charge>,
     pub(crate) events: Vec<(String, Value)>,
 }
 
-/// Why an attempt did not produce an acceptable reply.
-enum Miss {
-    Truncation,
-    Parse(String),
-    Schema(String),
-    ProviderError(String),
+/// What an accepted reply gives the result.
+struct Accepted {
+    data: Option<Value>,
+    content: Option<String>,
+    reply: ProviderReply,
+    mode: Option<StructuredOutputMode>,
 }
 
-impl Miss {
-    fn reason(&self) -> &'static str {
-        match self {
-            Self::Truncation => "truncation",
-            Self::Parse(_) => "parse-error",
-            Self::Schema(_) => "schema-violation",
-            Self::ProviderError(_) => "provider-error",
-        }
-    }
-}
-
-struct Tally {
-    count: u32,
-    generations: u32,
-    output_tokens: u64,
-    usage_complete: bool,
+/// The plan of a call on this host: the host's ceiling, the call's policy when the host honours
+/// it, the first budget.
+pub(crate) fn plan(inner: &Inner, request: &CallAiRequest) -> AttemptPlan {
+    let cfg = &inner.config;
+    let policy = request
+        .retry
+        .filter(|_| cfg.retry_policy)
+        .map(RetryPolicy::from_wire);
+    AttemptPlan::new(
+        request.is_structured(),
+        cfg.max_retry_attempts,
+        policy,
+        request.max_tokens.unwrap_or(cfg.default_max_tokens),
+        cfg.truncation_multiplier,
+        Some(cfg.provider_max_tokens),
+    )
 }
 
 pub(crate) struct Call<'a> {
@@ -51,419 +58,289 @@ pub(crate) struct Call<'a> {
     pub(crate) key: &'a AttemptKey,
     pub(crate) request: &'a CallAiRequest,
     pub(crate) attempt_id: &'a str,
-    pub(crate) owner: &'a str,
-    events: Vec<(String, Value)>,
-    /// The response schema's compiled validator, looked up once per call.
-    validator: Option<Arc<jsonschema::Validator>>,
+    pub(crate) plan: AttemptPlan,
 }
 
-/// The output budget of a call's first provider request.
-pub(crate) fn first_budget(cfg: &super::LocalConfig, req: &CallAiRequest) -> u32 {
-    req.max_tokens
-        .unwrap_or(cfg.default_max_tokens)
-        .min(cfg.provider_max_tokens)
-}
-
-fn fail(code: ErrorCode, message: &str, cause: String) -> (ErrorEnvelope, String, bool) {
-    (ErrorEnvelope::new(code, message), cause, false)
-}
-
-impl<'a> Call<'a> {
-    pub(crate) fn new(
-        inner: &'a Inner,
-        key: &'a AttemptKey,
-        request: &'a CallAiRequest,
-        attempt_id: &'a str,
-        owner: &'a str,
-    ) -> Self {
-        Self {
-            inner,
-            key,
-            request,
-            attempt_id,
-            owner,
-            events: Vec::new(),
-            validator: None,
-        }
-    }
-
-    /// Validates a reply against the response schema (none: anything goes).
-    fn validate(&mut self, data: &Value) -> Result<(), String> {
-        let Some(schema) = self.request.response_schema.as_ref() else {
-            return Ok(());
-        };
-        let validator = match &self.validator {
-            Some(v) => Arc::clone(v),
-            None => {
-                let v = self.inner.validator(schema)?;
-                self.validator = Some(Arc::clone(&v));
-                v
-            }
-        };
-        super::check(&validator, data)
-    }
-
-    fn emit(&mut self, kind: &str, mut payload: Value) {
-        if let Value::Object(m) = &mut payload {
-            m.insert("nodeId".into(), Value::String(self.key.node_id.clone()));
-        }
-        self.inner.observe(&self.key.run_id, kind, &payload);
-        self.events.push((kind.to_owned(), payload));
-    }
-
-    /// Runs the loop. Each provider request is recorded in the journal before it is sent.
-    pub(crate) async fn dispatch(mut self) -> Finished {
-        let cfg = &self.inner.config;
+impl Call<'_> {
+    /// Runs the loop. Each provider request is recorded in the journal before it is sent (the
+    /// first with the call's identity, by the caller).
+    pub(crate) async fn dispatch(self) -> Finished {
+        let inner = self.inner;
+        let cfg = &inner.config;
         let req = self.request;
-        let structured = req.response_schema.is_some();
-        let retry = req.retry.unwrap_or_default();
-        let ceiling = u32::from(cfg.max_retry_attempts);
-        let cap = if structured {
-            retry
-                .max_attempts
-                .map_or(ceiling, |m| u32::from(m).min(ceiling))
-        } else {
-            1
-        };
-        let grow = retry.grow_max_tokens.unwrap_or(true);
-        let mut budget = first_budget(cfg, req);
-        // With the fallback on, the last request the cap allows is kept for it.
-        let fallback = structured && cfg.nl_fallback && cap >= 2;
-        let normal_limit = if fallback { cap - 1 } else { cap };
-        let mut messages = req.messages.clone();
-        let mode = structured.then_some(if cfg.native_structured_output {
-            StructuredOutputMode::Native
-        } else {
-            StructuredOutputMode::Prompt
-        });
-        let mut t = Tally {
-            count: 0,
-            generations: 0,
-            output_tokens: 0,
-            usage_complete: true,
-        };
-        let mut last_miss: Option<Miss>;
-        let mut last_text = String::new();
+        let provider_name = inner.provider.name();
+        let mut events = CallEvents::new(
+            &inner.live,
+            &self.key.run_id,
+            &self.key.node_id,
+            provider_name,
+        );
+        let mut l = RetryLoop::new(
+            self.plan,
+            req.response_schema.clone(),
+            req.messages.clone(),
+            cfg.nl_fallback,
+            cfg.native_structured_output,
+            Backoff {
+                base: cfg.retry_backoff,
+                max: cfg.max_retry_backoff,
+            },
+            inner.seed ^ u64::from(self.key.call_index).rotate_left(32),
+        );
+        let mut validator = None;
         loop {
-            let is_fallback = t.count == normal_limit;
-            if is_fallback {
-                self.emit(
-                    kind::NL_TO_FORMAT_ENGAGED,
-                    json!({"originalEnvelopeType": "structured", "fallbackCalls": 1}),
-                );
-                messages = vec![Message::user(format!(
-                    "Convert the following text into JSON that matches this JSON Schema. Reply with the JSON only.\n\
-                     Schema: {}\nText: {last_text}",
-                    req.response_schema
-                        .as_ref()
-                        .map_or_else(String::new, Value::to_string)
-                ))];
+            let attempt = l.next(&mut |s| events.signal(s));
+            if !attempt.delay.is_zero() {
+                tokio::time::sleep(attempt.delay).await;
             }
-            let this_mode = if is_fallback {
-                Some(StructuredOutputMode::Prompt)
-            } else {
-                mode
+            // Ceilings are enforced before dispatch: a refused request is not an attempt.
+            let permit = match inner.runs.admit(&self.key.run_id).await {
+                Ok(p) => p,
+                Err(r) => return self.end_failed(r.public, r.cause, &l, events),
             };
-            let attempt = t.count + 1;
+            if attempt.number > 1
+                && let Err(e) = inner
+                    .journal
+                    .record_request(self.key, attempt.number, attempt.max_tokens)
+                    .await
+            {
+                let public = ErrorEnvelope::new(
+                    ErrorCode::UpstreamUnavailable,
+                    "the host could not record the provider request",
+                );
+                return self.end_failed(public, e.to_string(), &l, events);
+            }
             let request = ProviderRequest {
                 run_id: self.key.run_id.clone(),
                 node_id: self.key.node_id.clone(),
                 provider: req
                     .provider
                     .clone()
-                    .unwrap_or_else(|| self.inner.provider.name().to_owned()),
+                    .unwrap_or_else(|| provider_name.to_owned()),
                 model: req
                     .model
                     .clone()
                     .unwrap_or_else(|| cfg.default_model.clone()),
                 system_prompt: req.system_prompt.clone(),
-                messages: messages.clone(),
-                max_tokens: budget,
+                messages: l.messages().to_vec(),
+                max_tokens: attempt.max_tokens,
                 response_schema: req.response_schema.clone(),
-                mode: this_mode,
-                attempt,
+                mode: attempt.mode,
+                attempt: attempt.number,
             };
-            // Ceilings are enforced before dispatch: a refused request is not an attempt.
-            let permit = match self.inner.admit(&self.key.run_id).await {
-                Ok(p) => p,
-                Err(e) => return self.end_failed(e, &t),
-            };
-            // Request 1 was recorded with the identity (`Journal::begin_first_request`).
-            let recorded = if attempt == 1 {
-                Ok(())
-            } else {
-                self.inner
-                    .journal
-                    .record_request(self.key, attempt, budget)
-                    .await
-            };
-            if let Err(e) = recorded {
-                drop(permit);
-                return self.end_failed(
-                    fail(
-                        ErrorCode::UpstreamUnavailable,
-                        "the host could not record the provider request",
-                        e.to_string(),
-                    ),
-                    &t,
-                );
-            }
-            t.count = attempt;
-            let answer = self.inner.send(request).await;
+            let answer = inner.guard.send(inner.provider.as_ref(), request).await;
             drop(permit);
-            let reply = match answer {
-                Err(ProviderError::NoAnswer(cause)) => {
-                    // The dispatch outcome is unknown: terminal, never charged, never repeated.
-                    return self.end_ambiguous(cause);
-                }
-                Err(ProviderError::Failed(cause)) => {
-                    t.usage_complete = false;
-                    last_miss = Some(Miss::ProviderError(cause));
-                    if t.count < normal_limit {
-                        self.emit(
-                            kind::RETRY_ATTEMPTED,
-                            json!({"attempt": t.count + 1, "reason": "provider-error"}),
-                        );
-                        continue;
+            let mut accepted = None;
+            let observed = match answer {
+                // The dispatch outcome is unknown: terminal, never charged, never repeated.
+                Err(ProviderError::NoAnswer(cause)) => return self.end_ambiguous(cause, events),
+                Err(ProviderError::Failed(cause)) => Observed::ProviderError {
+                    transient: false,
+                    reached: true,
+                    retry_after: None,
+                    cause,
+                },
+                Err(ProviderError::Transient {
+                    message,
+                    retry_after,
+                    reached,
+                }) => Observed::ProviderError {
+                    transient: true,
+                    reached,
+                    retry_after,
+                    cause: message,
+                },
+                Ok(reply) => {
+                    let output = reply.usage.and_then(|u| u.output_tokens);
+                    l.usage(output);
+                    let model = reply.model.clone().unwrap_or_default();
+                    if let (Some(usage), Some(out)) = (reply.usage, output) {
+                        events.usage(&model, &usage, out);
                     }
-                    break;
+                    self.classify(
+                        reply,
+                        attempt.mode,
+                        &model,
+                        &mut events,
+                        &mut validator,
+                        &mut accepted,
+                    )
                 }
-                Ok(r) => r,
             };
-            t.generations += 1;
-            self.account(&reply, &mut t);
-            let reply_mode = reply.mode.or(this_mode);
-            if reply.finish_reason == FinishReason::ContentFilter {
-                let model = reply.model.clone().unwrap_or_default();
-                self.emit(
-                    kind::REFUSAL,
-                    json!({"provider": self.inner.provider.name(), "model": model}),
-                );
-                let text = String::from_utf8_lossy(&reply.content).into_owned();
-                return self.end_failed(
-                    fail(
-                        ErrorCode::EnvelopeRefusal,
-                        "the provider refused the request",
-                        format!("refusal: {text}"),
+            if let Some(end) = l.observe(observed, &mut |s| events.signal(s)) {
+                return match (end, accepted) {
+                    (End::Completed, Some(a)) => self.end_completed(a, &l, events),
+                    (End::Completed, None) => self.end_failed(
+                        ErrorEnvelope::new(ErrorCode::UpstreamUnavailable, "no reply was accepted"),
+                        "retry loop completed without an accepted reply".into(),
+                        &l,
+                        events,
                     ),
-                    &t,
-                );
-            }
-            if !structured {
-                let Ok(content) = String::from_utf8(reply.content.clone()) else {
-                    return self.end_failed(
-                        fail(
-                            ErrorCode::UpstreamUnavailable,
-                            "the provider's reply is not valid UTF-8",
-                            "invalid UTF-8 reply".into(),
-                        ),
-                        &t,
-                    );
-                };
-                let result = CallAiResult {
-                    content: Some(content),
-                    ..self.result_base(&reply, &t, None)
-                };
-                return self.end_completed(&result, &t);
-            }
-            if reply.finish_reason == FinishReason::Length {
-                let out = reply.usage.and_then(|u| u.output_tokens);
-                let model = reply.model.clone().unwrap_or_default();
-                let mut p = json!({"provider": self.inner.provider.name(), "model": model, "stopReason": "length"});
-                if let Some(o) = out {
-                    p["outputTokenCount"] = json!(o);
-                }
-                self.emit(kind::TRUNCATED, p);
-                last_miss = Some(Miss::Truncation);
-                if t.count < normal_limit {
-                    self.emit(
-                        kind::RETRY_ATTEMPTED,
-                        json!({"attempt": t.count + 1, "reason": "truncation"}),
-                    );
-                    if grow {
-                        budget = budget
-                            .saturating_mul(cfg.truncation_multiplier)
-                            .min(cfg.provider_max_tokens);
-                    }
-                    // No schema-correction text on a truncation retry.
-                    continue;
-                }
-                break;
-            }
-            let miss = match std::str::from_utf8(&reply.content) {
-                Err(_) => Miss::Parse("the reply is not valid UTF-8".into()),
-                Ok(text) => {
-                    last_text = text.chars().take(4096).collect();
-                    match self.inner.parse_json(text) {
-                        Err(e) => Miss::Parse(e),
-                        Ok(data) => match self.validate(&data) {
-                            Ok(()) => {
-                                let result = CallAiResult {
-                                    data: Some(data),
-                                    ..self.result_base(&reply, &t, reply_mode)
-                                };
-                                return self.end_completed(&result, &t);
-                            }
-                            Err(errors) => Miss::Schema(errors),
+                    (
+                        End::Failed {
+                            code,
+                            message,
+                            cause,
                         },
-                    }
-                }
-            };
-            let detail = match &miss {
-                Miss::Parse(e) | Miss::Schema(e) => e.clone(),
-                _ => String::new(),
-            };
-            let reason = miss.reason();
-            last_miss = Some(miss);
-            if is_fallback || t.count >= cap {
-                break;
+                        _,
+                    ) => self.end_failed(ErrorEnvelope::new(code, message), cause, &l, events),
+                };
             }
-            if t.count < normal_limit {
-                self.emit(
-                    kind::RETRY_ATTEMPTED,
-                    json!({"attempt": t.count + 1, "reason": reason}),
-                );
-                let previous = String::from_utf8_lossy(&reply.content)
+        }
+    }
+
+    /// Judges a reply: a refusal, an unusable or missed reply, or the accepted output.
+    fn classify(
+        &self,
+        reply: ProviderReply,
+        mode: Option<StructuredOutputMode>,
+        model: &str,
+        events: &mut CallEvents<'_>,
+        validator: &mut Option<Arc<jsonschema::Validator>>,
+        accepted: &mut Option<Accepted>,
+    ) -> Observed {
+        let guard = &self.inner.guard;
+        if reply.finish_reason == FinishReason::ContentFilter {
+            events.refusal(model);
+            return Observed::Refused(String::from_utf8_lossy(&reply.content).into_owned());
+        }
+        let Some(schema) = &self.request.response_schema else {
+            if let Some(cause) = guard.oversized(&reply) {
+                return Observed::Unusable(cause);
+            }
+            return match String::from_utf8(reply.content.clone()) {
+                Ok(content) => {
+                    *accepted = Some(Accepted {
+                        data: None,
+                        content: Some(content),
+                        reply,
+                        mode: None,
+                    });
+                    Observed::Accepted
+                }
+                Err(_) => Observed::Unusable("the provider's reply is not valid UTF-8".into()),
+            };
+        };
+        if reply.finish_reason == FinishReason::Length {
+            events.truncated(model, reply.usage.and_then(|u| u.output_tokens));
+            return Observed::Missed(Miss::Truncation, String::new());
+        }
+        if let Some(cause) = guard.oversized(&reply) {
+            return Observed::Missed(Miss::Parse(cause), String::new());
+        }
+        let text = match std::str::from_utf8(&reply.content) {
+            Ok(text) => text,
+            Err(_) => {
+                let lossy: String = String::from_utf8_lossy(&reply.content)
                     .chars()
                     .take(4096)
-                    .collect::<String>();
-                messages.push(Message::assistant(previous));
-                messages.push(Message::user(format!(
-                    "Your reply did not match the required JSON Schema: {detail}. Reply again with JSON only, matching the schema."
-                )));
+                    .collect();
+                return Observed::Missed(Miss::Parse("the reply is not valid UTF-8".into()), lossy);
             }
-            // Otherwise the loop goes on to the fallback (t.count == normal_limit < cap).
-        }
-        let (code, message) = match &last_miss {
-            Some(Miss::Truncation) => (
-                ErrorCode::EnvelopeTruncationUnrecoverable,
-                "every attempt was truncated and retries ran out",
-            ),
-            Some(Miss::ProviderError(_)) => (
-                ErrorCode::UpstreamUnavailable,
-                "the provider failed and retries ran out",
-            ),
-            _ => (
-                ErrorCode::EnvelopeInvalid,
-                "no reply met the response schema and retries ran out",
-            ),
         };
-        let final_reason = last_miss.as_ref().map_or("unknown", Miss::reason);
-        self.emit(
-            kind::RETRY_EXHAUSTED,
-            json!({"totalAttempts": t.count, "finalReason": final_reason}),
-        );
-        let cause = match last_miss {
-            Some(Miss::Parse(e) | Miss::Schema(e) | Miss::ProviderError(e)) => e,
-            _ => final_reason.to_owned(),
+        let kept = || text.chars().take(4096).collect::<String>();
+        let data = match guard.parse_json(text) {
+            Ok(data) => data,
+            Err(e) => return Observed::Missed(Miss::Parse(e), kept()),
         };
-        self.end_failed(fail(code, message, cause), &t)
-    }
-
-    fn account(&mut self, reply: &ProviderReply, t: &mut Tally) {
-        match reply.usage.and_then(|u| u.output_tokens.map(|o| (u, o))) {
-            Some((u, out)) => {
-                t.output_tokens += out;
-                let mut p = json!({
-                    "provider": self.inner.provider.name(),
-                    "model": reply.model.clone().unwrap_or_default(),
-                    "inputTokens": u.input_tokens.unwrap_or(0),
-                    "outputTokens": out,
-                });
-                if let Some(total) = u.total_tokens {
-                    p["totalTokens"] = json!(total);
+        let checked = match validator {
+            Some(v) => super::schemas::check(v, &data),
+            None => match self.inner.schemas.validator(schema) {
+                Ok(v) => {
+                    let r = super::schemas::check(&v, &data);
+                    *validator = Some(v);
+                    r
                 }
-                self.emit(kind::PROVIDER_USAGE, p);
-            }
-            None => t.usage_complete = false,
-        }
-    }
-
-    fn result_base(
-        &self,
-        reply: &ProviderReply,
-        t: &Tally,
-        mode: Option<StructuredOutputMode>,
-    ) -> CallAiResult {
-        let attempts = self.inner.config.attempts.then_some(Attempts {
-            count: t.count,
-            output_tokens: Some(t.output_tokens),
-            usage_complete: t.usage_complete,
-            structured_output: if self.request.response_schema.is_some() {
-                mode
-            } else {
-                None
+                Err(e) => Err(e),
             },
-        });
-        CallAiResult {
-            data: None,
-            content: None,
-            usage: reply.usage.map(|u| Usage {
-                total_tokens: u.total_tokens,
-                ..u
-            }),
-            finish_reason: Some(reply.finish_reason),
-            model: reply.model.clone(),
-            attempt_id: Some(self.attempt_id.to_owned()),
-            semantic_status: Some(SemanticStatus::Ok),
-            attempts,
+        };
+        match checked {
+            Err(e) => Observed::Missed(Miss::Schema(e), kept()),
+            Ok(()) => {
+                let mode = reply.mode.or(mode);
+                *accepted = Some(Accepted {
+                    data: Some(data),
+                    content: None,
+                    reply,
+                    mode,
+                });
+                Observed::Accepted
+            }
         }
     }
 
-    fn charge(&self, t: &Tally) -> Option<Charge> {
-        (t.generations > 0).then(|| Charge {
+    fn charge(&self, l: &RetryLoop) -> Option<Charge> {
+        (l.generations() > 0).then(|| Charge {
             beneficiaries: if self.request.beneficiary_user_ids.is_empty() {
-                vec![self.owner.to_owned()]
+                vec![self.inner.runs.owner(&self.key.run_id)]
             } else {
                 self.request.beneficiary_user_ids.clone()
             },
-            generations: t.generations,
-            output_tokens: t.output_tokens,
+            generations: l.generations(),
+            output_tokens: l.output_tokens(),
         })
     }
 
-    fn end_completed(self, result: &CallAiResult, t: &Tally) -> Finished {
-        let charge = self.charge(t);
-        let result = result.to_json();
+    fn end_completed(self, a: Accepted, l: &RetryLoop, events: CallEvents<'_>) -> Finished {
+        let structured = self.request.is_structured();
+        let result = CallAiResult {
+            data: a.data,
+            content: a.content,
+            usage: a.reply.usage,
+            finish_reason: Some(a.reply.finish_reason),
+            model: a.reply.model,
+            attempt_id: Some(self.attempt_id.to_owned()),
+            semantic_status: Some(SemanticStatus::Ok),
+            attempts: self.inner.config.attempts.then_some(Attempts {
+                count: l.count(),
+                output_tokens: Some(l.output_tokens()),
+                usage_complete: l.usage_complete(),
+                structured_output: if structured { a.mode } else { None },
+            }),
+        };
+        // The exact text a redelivery or a replay reproduces: written once, here.
+        let text = serde_json::to_string(&result).unwrap_or_default();
         Finished {
-            outcome: Outcome::Completed {
-                result: result.to_string(),
-            },
+            outcome: Outcome::Completed { result: text },
+            charge: self.charge(l),
             result: Some(result),
-            charge,
-            events: self.events,
+            events: events.buffer,
         }
     }
 
     fn end_failed(
         self,
-        (public, cause, ambiguous): (ErrorEnvelope, String, bool),
-        t: &Tally,
+        public: ErrorEnvelope,
+        cause: String,
+        l: &RetryLoop,
+        events: CallEvents<'_>,
     ) -> Finished {
-        let charge = if ambiguous { None } else { self.charge(t) };
         Finished {
             outcome: Outcome::Failed {
                 public,
                 private_cause: cause,
-                ambiguous,
+                ambiguous: false,
             },
             result: None,
-            charge,
-            events: self.events,
+            charge: self.charge(l),
+            events: events.buffer,
         }
     }
 
-    fn end_ambiguous(self, cause: String) -> Finished {
-        let t = Tally {
-            count: 0,
-            generations: 0,
-            output_tokens: 0,
-            usage_complete: false,
-        };
+    fn end_ambiguous(self, cause: String, events: CallEvents<'_>) -> Finished {
         let public = ErrorEnvelope::new(
             ErrorCode::UpstreamUnavailable,
             "the outcome of the provider dispatch is unknown; the call is not repeated and not charged",
         );
-        self.end_failed((public, format!("ambiguous dispatch: {cause}"), true), &t)
+        Finished {
+            outcome: Outcome::Failed {
+                public,
+                private_cause: format!("ambiguous dispatch: {cause}"),
+                ambiguous: true,
+            },
+            result: None,
+            charge: None,
+            events: events.buffer,
+        }
     }
 }

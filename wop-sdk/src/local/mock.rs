@@ -18,7 +18,9 @@
 //! - `finishReason`: `stop` (default), `length`, `content-filter`.
 //! - `usage`: `{inputTokens?, outputTokens?}`, or `false` for a reply that reports none.
 //! - `mode`: `native` or `prompt`, the structured-output mode the reply declares.
-//! - `error`: the provider answers with this error (nothing generated).
+//! - `error`: the provider answers with this error (nothing generated): a transient error that
+//!   reached the provider, so the host may retry it at once, and counts it as an attempt that
+//!   reported no usage.
 //! - `hang`: the reply never comes.
 //! - `raw`: base64-free escape for hostile tests: an array of byte values sent as the content.
 //!
@@ -309,6 +311,18 @@ impl ScriptedProvider {
         self.max_in_flight.load(Ordering::SeqCst)
     }
 
+    /// Takes the `script` field of a node's input, when there is one, as `run`'s script (the
+    /// conformance fixture's contract); a malformed script is a `validation_error` naming the
+    /// field under `input.script`.
+    pub fn install_input_script(&self, run: &RunId, input: &Value) -> Result<(), WireError> {
+        if let Some(script) = input.get("script") {
+            let script = Script::from_json(script)
+                .map_err(|e| WireError::validation(format!("input.{}", e.field), e.rule))?;
+            self.set_run_script(run, script);
+        }
+        Ok(())
+    }
+
     /// Steps not served yet (shared and per-run).
     pub fn remaining(&self) -> usize {
         let s = self.lock();
@@ -362,7 +376,12 @@ impl Provider for ScriptedProvider {
             tokio::task::yield_now().await;
             match step {
                 None => Err(ProviderError::Failed("the mock script is exhausted".into())),
-                Some(Step::Error(e)) => Err(ProviderError::Failed(e)),
+                // A scripted error reply reached the provider; the host may retry it at once.
+                Some(Step::Error(e)) => Err(ProviderError::Transient {
+                    message: e,
+                    retry_after: Some(std::time::Duration::ZERO),
+                    reached: true,
+                }),
                 Some(Step::Hang) => std::future::pending().await,
                 Some(Step::Reply {
                     content,
@@ -381,19 +400,5 @@ impl Provider for ScriptedProvider {
                 }
             }
         })
-    }
-
-    fn install_script(&self, run: &RunId, script: Script) -> bool {
-        self.set_run_script(run, script);
-        true
-    }
-
-    fn prepare_run(&self, run: &RunId, input: &Value) -> Result<(), WireError> {
-        if let Some(script) = input.get("script") {
-            let script = Script::from_json(script)
-                .map_err(|e| WireError::validation(format!("input.{}", e.field), e.rule))?;
-            self.set_run_script(run, script);
-        }
-        Ok(())
     }
 }

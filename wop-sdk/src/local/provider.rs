@@ -1,9 +1,11 @@
 //! Providers plug into the local host behind [`Provider`].
 
 use crate::host::{BoxFuture, RunId};
-use crate::wire::{FinishReason, Message, StructuredOutputMode, Usage, WireError};
+use crate::wire::{FinishReason, Message, StructuredOutputMode, Usage};
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// One request the host sends to a provider.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,8 +24,8 @@ pub struct ProviderRequest {
     pub messages: Vec<Message>,
     /// The output budget of this request.
     pub max_tokens: u32,
-    /// The schema, for a structured request.
-    pub response_schema: Option<Value>,
+    /// The schema, for a structured request (shared with the call's request, never copied).
+    pub response_schema: Option<Arc<Value>>,
     /// How the schema is conveyed, for a structured request.
     pub mode: Option<StructuredOutputMode>,
     /// 1 for the call's first request.
@@ -47,11 +49,27 @@ pub struct ProviderReply {
 }
 
 /// A provider's failure. The text is private: it reaches only the host's diagnostics.
+///
+/// A provider never retries by itself: the host's retry loop owns the cap, the backoff and the
+/// accounting (see [`crate::local`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProviderError {
-    /// The provider answered with an error: nothing was generated.
+    /// An answer that will not change on retry (a malformed request, a bad key, an unknown
+    /// model): nothing was generated. The call fails.
     Failed(String),
-    /// No answer came: whether anything was generated is unknown.
+    /// A transient answer (a rate limit, a server error, a refused connection): nothing was
+    /// generated, and another request may succeed.
+    Transient {
+        /// What happened (private).
+        message: String,
+        /// The server's `Retry-After`, when it gave one.
+        retry_after: Option<Duration>,
+        /// Whether the request reached the provider (an answer came back): then it is an attempt
+        /// under RFC 0248.
+        reached: bool,
+    },
+    /// No complete answer came (a timeout, a connection closed mid-reply): whether anything was
+    /// generated is unknown. The dispatch is ambiguous: never repeated, never charged.
     NoAnswer(String),
 }
 
@@ -59,6 +77,17 @@ impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Failed(m) => write!(f, "provider error: {m}"),
+            Self::Transient {
+                message,
+                retry_after,
+                ..
+            } => {
+                write!(f, "transient provider error: {message}")?;
+                match retry_after {
+                    Some(d) => write!(f, " (retry after {} ms)", d.as_millis()),
+                    None => Ok(()),
+                }
+            }
             Self::NoAnswer(m) => write!(f, "no answer from the provider: {m}"),
         }
     }
@@ -74,18 +103,4 @@ pub trait Provider: Send + Sync {
         &'a self,
         request: ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>>;
-
-    /// Called when a node of `run` starts with `input`. A scripted provider takes a `script`
-    /// field of the input as that run's script (the conformance fixture's contract).
-    /// Gives `run` its own script; `false` from a provider that does not serve scripts.
-    fn install_script(&self, run: &RunId, script: super::Script) -> bool {
-        let _ = (run, script);
-        false
-    }
-
-    /// A malformed script is refused with a `validation_error` naming the field.
-    fn prepare_run(&self, run: &RunId, input: &Value) -> Result<(), WireError> {
-        let _ = (run, input);
-        Ok(())
-    }
 }

@@ -1,10 +1,10 @@
 //! Nodes: the [`Node`] trait the `#[wop_node]` macro implements, the node context, node errors
-//! and the runner that executes one node against a [`crate::Host`].
+//! and the runner that executes one node against a [`crate::host::Host`].
 
+mod call;
 mod ctx;
 mod runner;
 
-pub(crate) use ctx::RunState;
 pub use ctx::{CallReport, NodeCtx};
 pub use runner::{NodeOutcome, execute};
 
@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt;
+use std::marker::PhantomData;
 
 /// A node's category in the manifest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -102,12 +103,13 @@ pub trait Node: Send + Sync + 'static {
     /// The node's declaration.
     const SPEC: NodeSpec;
 
-    /// Runs the node.
+    /// Runs the node. Its error is branded with the run (`NodeError<'run>`), like the failures
+    /// it may carry.
     fn run<'a, 'run>(
         &'a self,
         ctx: &'a NodeCtx<'run>,
         input: Self::Input,
-    ) -> BoxFuture<'a, Result<Self::Output, NodeError>>;
+    ) -> BoxFuture<'a, Result<Self::Output, NodeError<'run>>>;
 
     /// The calls the node plans to make for `input`, for the estimate before a run.
     fn plan(&self, input: &Self::Input) -> CallPlan {
@@ -131,7 +133,7 @@ pub trait DynNode: Send + Sync {
         &'a self,
         ctx: &'a NodeCtx<'run>,
         input: Value,
-    ) -> BoxFuture<'a, Result<Value, NodeError>>;
+    ) -> BoxFuture<'a, Result<Value, NodeError<'run>>>;
 }
 
 /// Reads a node input; a refusal names the offending key as `details.field`, e.g.
@@ -179,7 +181,7 @@ impl<N: Node> DynNode for N {
         &'a self,
         ctx: &'a NodeCtx<'run>,
         input: Value,
-    ) -> BoxFuture<'a, Result<Value, NodeError>> {
+    ) -> BoxFuture<'a, Result<Value, NodeError<'run>>> {
         Box::pin(async move {
             let input = parse_input::<N::Input>(&input).map_err(NodeError::from_envelope)?;
             let output = self.run(ctx, input).await?;
@@ -191,9 +193,10 @@ impl<N: Node> DynNode for N {
 
 pub(crate) enum NodeErrorKind {
     Own(ErrorEnvelope),
+    /// A propagated AI failure: its id in the failure book of the node execution it came from.
     Ai {
-        local: u64,
-        state: std::sync::Arc<RunState>,
+        id: u64,
+        book: std::sync::Arc<crate::failure::FailureBook>,
     },
 }
 
@@ -201,11 +204,19 @@ pub(crate) enum NodeErrorKind {
 ///
 /// A propagated AI failure stays opaque here too: `Debug` and `Display` say only that an AI call
 /// failed; the node's `node.failed` event carries the failure's public error code.
-pub struct NodeError {
+///
+/// Branded with its run, like the [`crate::AiFailure`] it may carry: a failure turned into a
+/// `NodeError` cannot leave its run either (no `'static` storage, no thread outside the run).
+/// In a `#[wop_node]` fn write `Result<Out, NodeError>`: the macro names the brand. A helper
+/// that returns one names it with its context, `fn helper<'run>(ctx: &NodeCtx<'run>) ->
+/// Result<(), NodeError<'run>>`; one without a context returns `NodeError<'static>`, which
+/// converts to any run's.
+pub struct NodeError<'run> {
     pub(crate) kind: NodeErrorKind,
+    _run: PhantomData<&'run ()>,
 }
 
-impl NodeError {
+impl NodeError<'_> {
     /// The node's own failure (`node_failed`).
     pub fn new(message: impl Into<String>) -> Self {
         Self::from_envelope(ErrorEnvelope::new(ErrorCode::NodeFailed, message))
@@ -220,6 +231,7 @@ impl NodeError {
     pub fn from_envelope(envelope: ErrorEnvelope) -> Self {
         Self {
             kind: NodeErrorKind::Own(envelope),
+            _run: PhantomData,
         }
     }
 
@@ -229,7 +241,7 @@ impl NodeError {
     }
 }
 
-impl fmt::Debug for NodeError {
+impl fmt::Debug for NodeError<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             NodeErrorKind::Own(e) => f.debug_tuple("NodeError").field(e).finish(),
@@ -238,7 +250,7 @@ impl fmt::Debug for NodeError {
     }
 }
 
-impl fmt::Display for NodeError {
+impl fmt::Display for NodeError<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             NodeErrorKind::Own(e) => e.fmt(f),
@@ -249,17 +261,26 @@ impl fmt::Display for NodeError {
     }
 }
 
-impl std::error::Error for NodeError {}
+impl std::error::Error for NodeError<'_> {}
 
-impl<'run> From<crate::ai::AiFailure<'run>> for NodeError {
-    /// Propagating a failure with `?` settles it.
+impl<'run> From<crate::ai::AiFailure<'run>> for NodeError<'run> {
+    /// Propagating a failure with `?` settles it; the error keeps the failure's run brand.
     fn from(failure: crate::ai::AiFailure<'run>) -> Self {
         Self {
             kind: NodeErrorKind::Ai {
-                local: failure.local,
-                state: std::sync::Arc::clone(&failure.state),
+                id: failure.id,
+                book: failure.book,
             },
+            _run: PhantomData,
         }
+    }
+}
+
+impl From<crate::ai::InvalidOutput> for NodeError<'_> {
+    /// An output that does not meet the contract fails the node (`node_failed`), its errors in
+    /// the message: `completion.into_output()?`.
+    fn from(invalid: crate::ai::InvalidOutput) -> Self {
+        Self::new(invalid.to_string())
     }
 }
 

@@ -4,7 +4,7 @@
 use super::ctx::{CallReport, RunState};
 use super::{DynNode, NodeCtx, NodeErrorKind};
 use crate::budget::BudgetStatus;
-use crate::caps::Capabilities;
+use crate::caps::RunCapabilities;
 use crate::host::{Host, RunId};
 use crate::wire::{ErrorCode, ErrorEnvelope, kind};
 use serde::Serialize;
@@ -45,7 +45,7 @@ pub async fn execute(
     input: Value,
 ) -> NodeOutcome {
     let spec = node.spec();
-    let caps = Capabilities::negotiate(host.capability_document());
+    let caps = RunCapabilities::with_host(host.as_ref());
     host.record_event(
         &run_id,
         kind::NODE_STARTED,
@@ -78,15 +78,11 @@ pub async fn execute(
             Ok(v) => Ok(v),
             Err(e) => Err(match e.kind {
                 NodeErrorKind::Own(env) => env,
-                NodeErrorKind::Ai {
-                    local,
-                    state: ref owner,
-                } => {
-                    if Arc::ptr_eq(owner, &state) {
-                        state.books().failures.get(&local).map_or_else(
-                            || ErrorEnvelope::new(ErrorCode::NodeFailed, "an AI call failed"),
-                            |f| f.public.clone(),
-                        )
+                NodeErrorKind::Ai { id, ref book } => {
+                    if Arc::ptr_eq(book, &state.failures) {
+                        book.public_of(id).unwrap_or_else(|| {
+                            ErrorEnvelope::new(ErrorCode::NodeFailed, "an AI call failed")
+                        })
                     } else {
                         ErrorEnvelope::validation(
                             "failure",
@@ -97,18 +93,7 @@ pub async fn execute(
             }),
         }
     };
-    // Settle with the host every failure the node propagated with `?` or dropped (those it settled
-    // itself gave their token up when it told the host).
-    let tokens: Vec<_> = state
-        .books()
-        .failures
-        .values()
-        .filter_map(|f| f.token)
-        .collect();
-    for token in tokens {
-        // The node has ended: a refusal here has no one to report to, and the cause stays private.
-        let _ = host.settle_ai_failure(&run_id, token).await;
-    }
+    state.failures.settle_remaining().await;
     match &result {
         Ok(output) => {
             host.record_event(

@@ -5,6 +5,7 @@
 //! what a pack sent breaks a rule as `validation_error`, what a host sent as `protocol_error`.
 //! v2 spellings are written; v1 spellings are accepted on input.
 
+pub(crate) mod canonical;
 mod caps;
 mod error;
 mod event;
@@ -12,6 +13,7 @@ mod read;
 mod request;
 mod result;
 
+pub use canonical::{canonical_json, digest};
 pub use caps::{
     CallAccounting, CapabilityDocument, Completion, FamilyRecord, PROTOCOL_VERSION, Reliability,
     reliability_event_name,

@@ -132,6 +132,19 @@ impl<'a> Obj<'a> {
         }
     }
 
+    /// Refuses an explicit JSON `null` for any of `keys`: a typed optional field is either
+    /// absent or a value of its type, never `null` (RFC 0248 §B.5: a malformed field is refused,
+    /// not taken as absent).
+    pub(crate) fn deny_null(&self, keys: &[&str], rule: &str) -> Result<(), WireError> {
+        match keys
+            .iter()
+            .find(|k| self.map.get(**k).is_some_and(Value::is_null))
+        {
+            Some(key) => Err(self.err(key, format!("must not be `null`: {rule}"))),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses any key not in `allowed`.
     pub(crate) fn deny_unknown(&self, allowed: &[&str]) -> Result<(), WireError> {
         for key in self.map.keys() {

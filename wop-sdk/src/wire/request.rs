@@ -5,6 +5,7 @@ use super::read::{Obj, Side};
 use crate::policy::{MAX_ATTEMPTS, MIN_ATTEMPTS, RetryReason};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Who speaks a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -59,10 +60,14 @@ pub struct Retry {
 
 impl Retry {
     /// Parses and validates `retry`: each broken rule is a `validation_error` naming the key
-    /// (`retry.maxAttempts`, `retry.growMaxTokens`, or the unknown key).
+    /// (`retry.maxAttempts`, `retry.growMaxTokens`, or the unknown key). An explicit `null` is
+    /// refused too: RFC 0248 types the keys as an integer and a boolean, and absent is spelled
+    /// by leaving the key out.
     pub fn from_json(value: &Value) -> Result<Self, WireError> {
         let obj = Obj::new(value, "retry", Side::Request)?;
         obj.deny_unknown(&["maxAttempts", "growMaxTokens"])?;
+        obj.deny_null(&["maxAttempts"], "omit it, or give an integer in 1..=16")?;
+        obj.deny_null(&["growMaxTokens"], "omit it, or give `true` or `false`")?;
         let max_attempts = obj
             .opt_int("maxAttempts", MIN_ATTEMPTS.into(), MAX_ATTEMPTS.into())?
             .map(|n| u8::try_from(n).unwrap_or(MAX_ATTEMPTS));
@@ -100,9 +105,11 @@ pub struct CallAiRequest {
     /// Stop sequences.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_sequences: Option<Vec<String>>,
-    /// Present: a structured call, replies validated against it.
+    /// Present: a structured call, replies validated against it. Shared, never copied per call
+    /// or per attempt: a typed request's schema is generated once per type
+    /// ([`crate::ai::schema_of`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
+    pub response_schema: Option<Arc<Value>>,
     /// RFC 0248 §B.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
@@ -153,7 +160,7 @@ impl CallAiRequest {
         }
         let response_schema = match obj.get("responseSchema") {
             None => None,
-            Some(v @ (Value::Object(_) | Value::Bool(_))) => Some(v.clone()),
+            Some(v @ (Value::Object(_) | Value::Bool(_))) => Some(Arc::new(v.clone())),
             Some(_) => return Err(obj.err("responseSchema", "must be a JSON Schema object")),
         };
         let retry = match obj.get("retry") {

@@ -167,9 +167,19 @@ impl Attempts {
                 ));
             }
         };
+        let output_tokens = obj.opt_int("outputTokens", 0, u64::MAX)?;
+        if usage_complete && output_tokens.is_none() {
+            // §A.2: complete usage means every attempt reported its output tokens, so their sum
+            // exists.
+            return Err(obj.err(
+                "outputTokens",
+                "is required when `usageComplete` is true (every attempt reported usage, so the \
+                 sum exists)",
+            ));
+        }
         Ok(Self {
             count: u32::try_from(count).unwrap_or(u32::MAX),
-            output_tokens: obj.opt_int("outputTokens", 0, u64::MAX)?,
+            output_tokens,
             usage_complete,
             structured_output,
         })
@@ -226,26 +236,73 @@ impl CallAiResult {
             Some("invalid_output") => Some(SemanticStatus::InvalidOutput),
             Some(_) => return Err(obj.err("semanticStatus", "must be `ok` or `invalid_output`")),
         };
+        let usage = obj
+            .child("usage")?
+            .map(|u| Usage::from_obj(&u))
+            .transpose()?;
+        let attempts = obj
+            .get("attempts")
+            .map(|v| Attempts::from_json(v, structured))
+            .transpose()?;
+        // §A.2 and §A.4: `usage` is the final attempt's, which is one of the attempts summed.
+        if let (Some(a), Some(final_out)) = (attempts, usage.and_then(|u| u.output_tokens)) {
+            match a.output_tokens {
+                Some(sum) if sum < final_out => {
+                    return Err(obj.err(
+                        "attempts.outputTokens",
+                        format!(
+                            "is {sum}, below the final attempt's `usage.outputTokens` \
+                             {final_out}: the sum over the attempts includes the final one"
+                        ),
+                    ));
+                }
+                None => {
+                    return Err(obj.err(
+                        "attempts.outputTokens",
+                        format!(
+                            "is absent though the final attempt reported `usage.outputTokens` \
+                             {final_out}: the sum over the attempts that reported usage exists"
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
         Ok(Self {
             data: obj.get("data").cloned(),
             content: obj.opt_str("content")?,
-            usage: obj
-                .child("usage")?
-                .map(|u| Usage::from_obj(&u))
-                .transpose()?,
+            usage,
             finish_reason,
             model: obj.opt_str("model")?,
             attempt_id: obj.opt_str("attemptId")?,
             semantic_status,
-            attempts: obj
-                .get("attempts")
-                .map(|v| Attempts::from_json(v, structured))
-                .transpose()?,
+            attempts,
         })
     }
 
     /// The JSON value of this result (v2 spelling).
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Checks a typed result against the rules [`CallAiResult::from_json`] enforces on a JSON
+    /// one, so a host reached in-process is held to the same contract as one reached over the
+    /// wire. Every broken rule is a `protocol_error` naming the field.
+    pub fn check(&self, structured: bool) -> Result<(), WireError> {
+        if let Some(a) = &self.attempts {
+            if a.count == 0 {
+                return Err(WireError::protocol(
+                    "attempts.count",
+                    "must be an integer ≥ 1",
+                ));
+            }
+            if a.structured_output.is_some() && !structured {
+                return Err(WireError::protocol(
+                    "attempts.structuredOutput",
+                    "must be absent on a call without `responseSchema`",
+                ));
+            }
+        }
+        Ok(())
     }
 }

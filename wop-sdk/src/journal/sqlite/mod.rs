@@ -19,11 +19,11 @@ mod writer;
 
 use crate::host::{AttemptKey, BoxFuture, RunId};
 use crate::journal::{
-    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Outcome, RunRecord,
+    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
     SCHEMA_VERSION, typed_event,
 };
 use crate::wire::{Event, RunEvent, rfc3339};
-use open::{check_tables, file_len, inspect, migrate};
+use open::{check_tables, file_len, inspect, migrate, read_only_connection};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use serde_json::Value;
 use std::fmt;
@@ -87,11 +87,12 @@ impl SqliteJournal {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| opening(&path, e))?;
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| open::unwritable(&path, e).unwrap_or_else(|e| opening(&path, e)))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         let mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(sql)?;
+            .map_err(|e| open::unwritable(&path, e).unwrap_or_else(|e| opening(&path, e)))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(JournalError::Io(format!(
                 "{}: cannot switch to WAL mode (journal_mode is {mode})",
@@ -102,11 +103,19 @@ impl SqliteJournal {
             .map_err(sql)?;
         migrate(&mut conn)?;
         check_tables(&conn)?;
+        conn.execute_batch(open::LEASES).map_err(sql)?;
         Self::spawn(path, false, conn)
     }
 
     /// Opens an existing journal for reading only (`SQLITE_OPEN_READ_ONLY` and `query_only`):
     /// every write answers [`JournalError::Io`]. The file is never migrated or modified.
+    ///
+    /// A journal in a folder this user cannot write opens too: when SQLite cannot create the
+    /// WAL's shared-memory side file (`-shm`) next to a cleanly closed journal (no `-wal`, `-shm`
+    /// or `-journal` beside it), the file alone is the whole database and it is opened
+    /// `immutable`, creating nothing. A journal whose WAL was left behind (its writer crashed or
+    /// is still running) in such a folder cannot be read consistently without that index: the
+    /// error then says that the folder is read-only, never that the journal is damaged.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, JournalError> {
         let path = path.as_ref().to_path_buf();
         if file_len(&path)?.is_none_or(|len| len == 0) {
@@ -122,11 +131,9 @@ impl SqliteJournal {
                 path.display()
             )));
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&path, flags).map_err(|e| opening(&path, e))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let conn = read_only_connection(&path)?;
         conn.execute_batch("PRAGMA query_only = ON;").map_err(sql)?;
-        check_tables(&conn)?;
+        check_tables(&conn).map_err(|e| open::prefix(&path, e))?;
         Self::spawn(path, true, conn)
     }
 
@@ -290,6 +297,25 @@ fn read_call(conn: &Connection, key: &AttemptKey) -> Result<Option<CallRow>, Jou
     .map_err(sql)
 }
 
+/// The lease on a call; none in a journal no read-write open of this build has touched (no
+/// `leases` table).
+fn read_lease(conn: &Connection, key: &AttemptKey) -> Result<Option<Lease>, JournalError> {
+    let (run, node, index) = key_params(key);
+    let text: Option<String> = match conn
+        .prepare_cached(
+            "SELECT lease FROM leases WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![run, node, index], |r| r.get(0))
+                .optional()
+        }) {
+        Ok(text) => text,
+        Err(e) if e.to_string().contains("no such table") => None,
+        Err(e) => return Err(sql(e)),
+    };
+    text.map(|t| from_json(&t, "lease")).transpose()
+}
+
 fn parse_fingerprint(hex: &str) -> Result<Fingerprint, JournalError> {
     Fingerprint::from_hex(hex)
         .ok_or_else(|| JournalError::Corrupt(format!("a stored fingerprint is not valid: {hex}")))
@@ -428,6 +454,63 @@ impl Journal for SqliteJournal {
         self.submit(true, move |c| record_request_in(c, &key, n, max_tokens))
     }
 
+    fn begin_leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
+        let lease = lease.clone();
+        self.submit(true, move |c| {
+            let begin = begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))?;
+            if begin == Begin::Fresh {
+                let (run, node, index) = key_params(&key);
+                let text = to_json(&lease)?;
+                c.prepare_cached(
+                    "INSERT OR REPLACE INTO leases (run_id, node_id, call_index, lease) \
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut s| s.execute(params![run, node, index, text]))
+                .map_err(sql)?;
+            }
+            Ok(begin)
+        })
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let key = key.clone();
+        let lease = lease.clone();
+        self.submit(true, move |c| {
+            let held = read_lease(c, &key)?;
+            if held.is_none_or(|h| h.holder != lease.holder) {
+                return Ok(false);
+            }
+            let (run, node, index) = key_params(&key);
+            let text = to_json(&lease)?;
+            c.prepare_cached(
+                "UPDATE leases SET lease = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+            )
+            .and_then(|mut s| s.execute(params![run, node, index, text]))
+            .map_err(sql)?;
+            Ok(true)
+        })
+    }
+
+    fn leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
+        let key = key.clone();
+        self.submit(false, move |c| read_lease(c, &key))
+    }
+
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,
@@ -460,6 +543,11 @@ impl Journal for SqliteJournal {
                 "UPDATE calls SET outcome = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
             )
             .and_then(|mut s| s.execute(params![run, node, index, text]))
+            .map_err(sql)?;
+            c.prepare_cached(
+                "DELETE FROM leases WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+            )
+            .and_then(|mut s| s.execute(params![run, node, index]))
             .map_err(sql)?;
             if let Some(charge) = charge {
                 let beneficiaries = to_json(&charge.beneficiaries)?;

@@ -59,6 +59,18 @@ CREATE TABLE charges (
 );
 ";
 
+/// The leases on in-flight calls ([`crate::journal::lease`]). An additive table, created when
+/// missing by every read-write open, without a schema version of its own: a build that does not
+/// know it leaves it alone, and a journal without it has no lease to read.
+pub(super) const LEASES: &str = "
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    lease TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_id, call_index)
+);
+";
 /// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
 pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
 
@@ -193,10 +205,10 @@ pub(super) fn inspect(path: &Path) -> Result<u32, JournalError> {
 /// they already exist.
 pub(super) fn inspection_connection(path: &Path) -> Result<Connection, JournalError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let alone = ["-wal", "-shm", "-journal"]
+    let no_side_files = ["-wal", "-shm", "-journal"]
         .iter()
         .all(|suffix| !side_file(path, suffix).exists());
-    let conn = match path.to_str().filter(|_| alone) {
+    let conn = match path.to_str().filter(|_| no_side_files) {
         Some(text) => Connection::open_with_flags(
             format!("file:{}?immutable=1", uri_path(text)),
             flags | OpenFlags::SQLITE_OPEN_URI,
@@ -206,6 +218,86 @@ pub(super) fn inspection_connection(path: &Path) -> Result<Connection, JournalEr
     .map_err(|e| opening(path, e))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
     Ok(conn)
+}
+
+/// Whether SQLite failed because it could not create or open a file: for a journal that
+/// inspected healthy, a side file (`-wal`, `-shm`) in a folder this user cannot write.
+fn cannot_create(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::ReadOnly)
+    )
+}
+
+/// Whether the file alone is the whole database: no WAL or rollback journal beside it holds
+/// anything (an empty `-wal`, and the `-shm` index of one, are left by a reader that closed).
+fn alone(path: &Path) -> bool {
+    ["-wal", "-journal"]
+        .iter()
+        .all(|suffix| file_len(&side_file(path, suffix)).is_ok_and(|len| len.unwrap_or(0) == 0))
+}
+
+fn folder(path: &Path) -> String {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| ".".to_owned(), |p| p.display().to_string())
+}
+
+/// When `e` is SQLite failing to create or write a file, the error that says so plainly (a
+/// read-only journal file, or a folder this user cannot create the WAL's side files in);
+/// otherwise `e` back.
+pub(super) fn unwritable(path: &Path, e: rusqlite::Error) -> Result<JournalError, rusqlite::Error> {
+    if !cannot_create(&e) {
+        return Err(e);
+    }
+    let file_read_only = std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly());
+    Ok(JournalError::Io(if file_read_only {
+        format!(
+            "{}: the journal file is read-only ({e}): recording needs to write it; read it with a \
+             read-only open (e.g. the `events` command), or make the file writable",
+            path.display()
+        )
+    } else {
+        format!(
+            "{}: the folder {} is read-only for this user ({e}): recording needs to create the \
+             journal's WAL side files (`-wal`, `-shm`) there; read it with a read-only open (e.g. \
+             the `events` command), or use a journal in a writable folder",
+            path.display(),
+            folder(path)
+        )
+    }))
+}
+
+/// The read-only connection of [`super::SqliteJournal::open_read_only`]: the ordinary one, or,
+/// when SQLite cannot create the WAL index next to a journal that stands alone (its folder is
+/// read-only for this user), an `immutable` one that creates nothing.
+pub(super) fn read_only_connection(path: &Path) -> Result<Connection, JournalError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| opening(path, e))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+    // SQLite opens lazily: the first read is what needs the side files.
+    match conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    }) {
+        Ok(_) => Ok(conn),
+        Err(e) if cannot_create(&e) => {
+            drop(conn);
+            if alone(path) {
+                // Checked healthy by `inspect`, closed cleanly: the file is the whole database.
+                return inspection_connection(path);
+            }
+            Err(JournalError::Io(format!(
+                "{}: the folder {} is read-only for this user, and the journal's WAL was left \
+                 beside it (its writer crashed or is still running), so it cannot be read without \
+                 the WAL index SQLite must create there ({e}); the journal is not damaged: open it \
+                 once where the folder is writable (which checkpoints the WAL), or copy the \
+                 journal with its `-wal` file to a writable folder",
+                path.display(),
+                folder(path)
+            )))
+        }
+        Err(e) => Err(opening(path, e)),
+    }
 }
 
 /// A path as the path part of a `file:` URI.
@@ -281,7 +373,13 @@ pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), Jou
         let stmt = conn
             .prepare(&format!("SELECT * FROM \"{table}\" LIMIT 0"))
             .map_err(|e| {
-                JournalError::Corrupt(format!("not an attempt journal: table {table}: {e}"))
+                if e.to_string().contains("no such table") {
+                    JournalError::Corrupt(format!("not an attempt journal: table {table}: {e}"))
+                } else {
+                    // Not the journal's shape: the storage refused the read (an unopenable side
+                    // file, a lock), or the file is damaged.
+                    sql(e)
+                }
             })?;
         let have: Vec<&str> = stmt.column_names().collect();
         if let Some(missing) = columns.into_iter().find(|c| !have.contains(c)) {

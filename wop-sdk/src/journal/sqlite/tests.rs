@@ -99,6 +99,7 @@ async fn sqlite_journal_passes_the_suite() {
     super::super::suite::begin_answers(&j).await;
     super::super::suite::failures_and_lineage(&j).await;
     super::super::suite::runs_and_events(&j).await;
+    super::super::suite::leases(&j).await;
     drop(j);
     cleanup(&path);
 }

@@ -1,0 +1,92 @@
+//! Instruction counts per call, for callgrind: runs N node executions of one kind and nothing
+//! else, so `(I(2N) - I(N)) / N` is the work of one execution, free of start-up and of the
+//! machine's load.
+//!
+//! ```sh
+//! cargo bench --bench call_instructions --no-run
+//! WOP_KIND=structured WOP_RUNS=1000 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     target/release/deps/call_instructions-*      # note "Collected : N"
+//! ```
+//!
+//! `WOP_KIND`: `baseline` (the unavoidable work of a structured call only), `structured`,
+//! `plain`, `retries` (two schema-violation retries), `x16` (16 structured calls in one run).
+//! Run by `cargo bench` without `WOP_KIND` it does a short smoke pass of each.
+
+mod common;
+
+use common::{Caller, GOOD, Instant, Line};
+use serde::Deserialize;
+use serde_json::Value;
+use std::hint::black_box;
+use std::sync::Arc;
+use wop_sdk::AiRequest;
+use wop_sdk::ai::schema_of;
+use wop_sdk::journal::MemoryJournal;
+use wop_sdk::local::LocalHost;
+
+fn host(fail_first: u32) -> LocalHost {
+    LocalHost::builder()
+        .provider(Instant { fail_first })
+        .journal(Arc::new(MemoryJournal::new()))
+        .build()
+}
+
+fn run(kind: &str, n: u64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    if kind == "baseline" {
+        let request = AiRequest::<Line>::prompt("Write one line.").max_tokens(64);
+        let validator = jsonschema::validator_for(&schema_of::<Line>()).expect("schema");
+        for _ in 0..n {
+            let text = serde_json::to_string(black_box(request.wire())).expect("serialize");
+            black_box(text);
+            let reply: Value = serde_json::from_slice(black_box(GOOD)).expect("parse");
+            assert!(validator.is_valid(&reply));
+            black_box(Line::deserialize(&reply).expect("deserialize"));
+        }
+        return;
+    }
+    let (node, fail) = match kind {
+        "plain" => (
+            Caller {
+                calls: 1,
+                plain: true,
+            },
+            0,
+        ),
+        "retries" => (Caller::ONE, 2),
+        "x16" => (
+            Caller {
+                calls: 16,
+                plain: false,
+            },
+            0,
+        ),
+        _ => (Caller::ONE, 0),
+    };
+    let host = host(fail);
+    rt.block_on(async {
+        for _ in 0..n {
+            let out = host.run(&node, common::input()).await;
+            assert!(out.result.is_ok(), "{:?}", out.result);
+            black_box(out);
+        }
+    });
+}
+
+fn main() {
+    let n = std::env::var("WOP_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    match std::env::var("WOP_KIND") {
+        Ok(kind) => run(&kind, n),
+        Err(_) => {
+            for kind in ["baseline", "structured", "plain", "retries", "x16"] {
+                run(kind, n);
+            }
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! What a node asks: [`AiRequest`] and the deliberate retry [`RetryOf`].
+
+use super::completion::{Completion, InvalidOutput};
+use super::{Brand, Output};
+use crate::policy::{RetryPolicy, RetryReason};
+use crate::wire::{CallAiRequest, Message};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+type Validator<T> = Arc<dyn Fn(&T) -> Result<(), Vec<String>> + Send + Sync>;
+
+/// A typed `ctx.callAI` request.
+///
+/// ```rust,no_run
+/// use wop_sdk::{AiRequest, RetryPolicy, Text};
+/// # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Outline { chapters: Vec<String> }
+/// let outline = AiRequest::<Outline>::prompt("Outline a short mystery novel.")
+///     .system("You are a careful editor.")
+///     .max_tokens(800)
+///     .retry(RetryPolicy::NO_RETRIES)
+///     .slot("book")
+///     .purpose("outline")
+///     .beneficiaries(["user-1"]);
+/// let review = AiRequest::<Text>::prompt("Review chapter one.").max_tokens(400);
+/// ```
+pub struct AiRequest<T> {
+    pub(crate) wire: CallAiRequest,
+    pub(crate) policy: Option<RetryPolicy>,
+    pub(crate) require_retry_policy: bool,
+    pub(crate) validator: Option<Validator<T>>,
+    _out: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for AiRequest<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AiRequest")
+            .field("wire", &self.wire)
+            .field("policy", &self.policy)
+            .field("require_retry_policy", &self.require_retry_policy)
+            .field("validator", &self.validator.is_some())
+            .finish()
+    }
+}
+
+impl<T: Output> AiRequest<T> {
+    /// A request whose prompt is one user message.
+    pub fn prompt(prompt: impl Into<String>) -> Self {
+        Self::messages([Message::user(prompt)])
+    }
+
+    /// A request with these messages.
+    pub fn messages(messages: impl IntoIterator<Item = Message>) -> Self {
+        let wire = CallAiRequest {
+            messages: messages.into_iter().collect(),
+            response_schema: T::response_schema(),
+            ..CallAiRequest::default()
+        };
+        Self {
+            wire,
+            policy: None,
+            require_retry_policy: false,
+            validator: None,
+            _out: PhantomData,
+        }
+    }
+
+    /// The system prompt.
+    #[must_use]
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.wire.system_prompt = Some(system.into());
+        self
+    }
+
+    /// The output budget of the first attempt.
+    #[must_use]
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.wire.max_tokens = Some(max_tokens.max(1));
+        self
+    }
+
+    /// The model; the host default otherwise.
+    #[must_use]
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.wire.model = Some(model.into());
+        self
+    }
+
+    /// The provider; the host default otherwise.
+    #[must_use]
+    pub fn provider(mut self, provider: impl Into<String>) -> Self {
+        self.wire.provider = Some(provider.into());
+        self
+    }
+
+    /// The sampling temperature, clamped to 0..=2.
+    #[must_use]
+    pub fn temperature(mut self, t: f64) -> Self {
+        self.wire.temperature = Some(t.clamp(0.0, 2.0));
+        self
+    }
+
+    /// This call's retry policy (otherwise the node's default). Sent only to a host that
+    /// advertises `retryPolicy`; see [`Completion::policy_honoured`].
+    #[must_use]
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Fail the call with `capability_not_provided`, before any request, on a host that would not
+    /// honour the retry policy.
+    #[must_use]
+    pub fn require_retry_policy(mut self) -> Self {
+        self.require_retry_policy = true;
+        self
+    }
+
+    /// Routing metadata (seed 2).
+    #[must_use]
+    pub fn slot(mut self, slot: impl Into<String>) -> Self {
+        self.wire.slot = Some(slot.into());
+        self
+    }
+
+    /// Routing metadata (seed 2).
+    #[must_use]
+    pub fn purpose(mut self, purpose: impl Into<String>) -> Self {
+        self.wire.purpose = Some(purpose.into());
+        self
+    }
+
+    /// Who is charged for the call's generations (the run's owner when none).
+    #[must_use]
+    pub fn beneficiaries<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> Self {
+        self.wire.beneficiary_user_ids = ids.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// A closed-world check of the typed output: when it returns errors, the completion reports
+    /// `invalid_output` with them (and still carries its attempt id, for a deliberate repair).
+    #[must_use]
+    pub fn validate(
+        mut self,
+        check: impl Fn(&T) -> Result<(), Vec<String>> + Send + Sync + 'static,
+    ) -> Self {
+        self.validator = Some(Arc::new(check));
+        self
+    }
+
+    /// Makes this request a deliberate retry of `completion`, for `reason`: the wire carries
+    /// `retryOfAttemptId` and `retryReason`. The only way to build a retry.
+    ///
+    /// On a host that does not advertise `aiProviders.callAccounting` (which ignores the
+    /// lineage fields), the runtime also appends two messages: the rejected reply (as the
+    /// assistant's) and its validation errors (as the user's), or, for a completion that was
+    /// valid, one user message naming the reason. So the retry is a different provider request,
+    /// and no host cache keyed on the request can hand back the reply being retried.
+    pub fn retry_of<'run, U>(
+        self,
+        completion: &Completion<'run, U>,
+        reason: RetryReason,
+    ) -> RetryOf<'run, T> {
+        RetryOf {
+            request: self,
+            lineage: Lineage {
+                attempt_id: completion.attempt_id().as_str().to_owned(),
+                reason,
+                rejected: completion.output.as_ref().err().cloned(),
+            },
+            _brand: PhantomData,
+        }
+    }
+
+    /// The wire request as it would be sent (without `retry`, which depends on the host).
+    pub fn wire(&self) -> &CallAiRequest {
+        &self.wire
+    }
+}
+
+/// A deliberate retry: a request bound to a successful completion of the same run and a reason.
+/// Made only by [`AiRequest::retry_of`].
+pub struct RetryOf<'run, T> {
+    pub(crate) request: AiRequest<T>,
+    pub(crate) lineage: Lineage,
+    _brand: Brand<'run>,
+}
+
+impl<T> fmt::Debug for RetryOf<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryOf")
+            .field("request", &self.request)
+            .field("attempt_id", &self.lineage.attempt_id)
+            .field("reason", &self.lineage.reason)
+            .finish()
+    }
+}
+
+/// What a deliberate retry carries besides its request. Not part of the API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Lineage {
+    pub(crate) attempt_id: String,
+    pub(crate) reason: RetryReason,
+    /// The retried completion's validation failure, when it had one.
+    pub(crate) rejected: Option<InvalidOutput>,
+}
+
+impl Lineage {
+    /// The messages that make the retry a different provider request on a host that ignores
+    /// lineage (see [`AiRequest::retry_of`]).
+    pub(crate) fn corrective_messages(&self) -> Vec<Message> {
+        match &self.rejected {
+            Some(invalid) => {
+                let reply = match &invalid.raw {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                vec![
+                    Message::assistant(reply),
+                    Message::user(format!(
+                        "That reply does not meet the contract:\n- {}\nReply again and fix every point.",
+                        invalid.errors.join("\n- ")
+                    )),
+                ]
+            }
+            None => vec![Message::user(format!(
+                "The previous reply was not accepted ({}). Reply again.",
+                self.reason.as_str()
+            ))],
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What [`crate::NodeCtx::call_ai`] accepts: a fresh [`AiRequest`] or a [`RetryOf`] of this run.
+pub trait IntoCall<'run, T>: sealed::Sealed {
+    #[doc(hidden)]
+    fn into_parts(self) -> (AiRequest<T>, Option<Lineage>);
+}
+
+impl<T> sealed::Sealed for AiRequest<T> {}
+impl<T> sealed::Sealed for RetryOf<'_, T> {}
+
+impl<'run, T> IntoCall<'run, T> for AiRequest<T> {
+    fn into_parts(self) -> (AiRequest<T>, Option<Lineage>) {
+        (self, None)
+    }
+}
+
+impl<'run, T> IntoCall<'run, T> for RetryOf<'run, T> {
+    fn into_parts(self) -> (AiRequest<T>, Option<Lineage>) {
+        (self.request, Some(self.lineage))
+    }
+}

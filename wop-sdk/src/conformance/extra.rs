@@ -1,0 +1,613 @@
+//! The extra checks: the MUSTs and MUST NOTs of RFC 0248 §A and §B that the eight official legs
+//! do not hold, each with its own fixture input and judge. They are reported apart from the
+//! official legs ([`super::Report::extra`]); the table of every requirement and what holds it is
+//! in the [module docs](super).
+//!
+//! Like the legs, each check reads only what an outside party sees: the node's output or error,
+//! the run's events, and the host's answers as it gave them ([`Observed::answers`]).
+
+use super::judges::{attempts_of, exhausted_totals, usage_events};
+use super::legs::{ConformanceTarget, Observed};
+use super::report::Verdict;
+use crate::caps::DEFAULT_CEILING;
+use crate::wire::{CapabilityDocument, ErrorCode, normalize_type};
+use serde_json::{Map, Value, json};
+
+/// `extra.count-every-request` (§A.1): a truncation retry and a schema retry (or the
+/// natural-language fallback) are all counted.
+pub const COUNT_EVERY_REQUEST: &str = "extra.count-every-request";
+/// `extra.usage-incomplete-any-attempt` (§A.2): `usageComplete` is false when an earlier attempt,
+/// not only the last, reported no usage.
+pub const USAGE_INCOMPLETE_ANY_ATTEMPT: &str = "extra.usage-incomplete-any-attempt";
+/// `extra.structured-output-final-mode` (§A.3): `structuredOutput` is the final attempt's mode,
+/// `prompt` included.
+pub const STRUCTURED_OUTPUT_FINAL_MODE: &str = "extra.structured-output-final-mode";
+/// `extra.usage-of-final-attempt` (§A.4): the result's `usage` is the final attempt's.
+pub const USAGE_OF_FINAL_ATTEMPT: &str = "extra.usage-of-final-attempt";
+/// `extra.max-attempts-two` (§B.1): a cap above 1 binds too.
+pub const MAX_ATTEMPTS_TWO: &str = "extra.max-attempts-two";
+/// `extra.max-attempts-clamped` (§B.3): a `maxAttempts` above the host's ceiling is clamped to
+/// it, not refused and not honoured.
+pub const MAX_ATTEMPTS_CLAMPED: &str = "extra.max-attempts-clamped";
+/// `extra.no-growth-host-default` (§B.2): without `maxTokens`, no attempt exceeds the host
+/// default under `growMaxTokens: false`.
+pub const NO_GROWTH_HOST_DEFAULT: &str = "extra.no-growth-host-default";
+/// `extra.no-retry-after-refusal` (§B.3, RFC 0032 §B.3): a refusal is not retried, whatever the
+/// cap.
+pub const NO_RETRY_AFTER_REFUSAL: &str = "extra.no-retry-after-refusal";
+/// `extra.retry-exhausted-emitted` (§B.4): a host that advertises `retry-exhausted` emits it,
+/// with `totalAttempts: 1`, under `maxAttempts: 1`.
+pub const RETRY_EXHAUSTED_EMITTED: &str = "extra.retry-exhausted-emitted";
+/// `extra.retry-malformed-every-form` (§B.5): every malformed `retry` is refused naming its key,
+/// not only `maxAttempts: 0`.
+pub const RETRY_MALFORMED_EVERY_FORM: &str = "extra.retry-malformed-every-form";
+
+/// Every extra check id, in the order [`super::run_conformance`] reports them.
+pub const EXTRA_IDS: [&str; 10] = [
+    COUNT_EVERY_REQUEST,
+    USAGE_INCOMPLETE_ANY_ATTEMPT,
+    STRUCTURED_OUTPUT_FINAL_MODE,
+    USAGE_OF_FINAL_ATTEMPT,
+    MAX_ATTEMPTS_TWO,
+    MAX_ATTEMPTS_CLAMPED,
+    NO_GROWTH_HOST_DEFAULT,
+    NO_RETRY_AFTER_REFUSAL,
+    RETRY_EXHAUSTED_EMITTED,
+    RETRY_MALFORMED_EVERY_FORM,
+];
+
+fn reply(answer: &str, output_tokens: u64) -> Value {
+    json!({"content": {"answer": answer}, "usage": {"outputTokens": output_tokens}})
+}
+
+fn not_json(output_tokens: u64) -> Value {
+    json!({"content": "not json", "usage": {"outputTokens": output_tokens}})
+}
+
+/// `extra.count-every-request`'s input: `maxTokens: 100`, a reply needing 150 tokens (served
+/// truncated), then invalid JSON, then a valid reply: three requests.
+pub fn count_every_request_input() -> Value {
+    json!({"maxTokens": 100, "script": [
+        reply("a reply that needs one hundred and fifty output tokens", 150),
+        not_json(5),
+        reply("ok", 7)
+    ]})
+}
+
+/// `extra.usage-incomplete-any-attempt`'s input: invalid JSON without usage, then a valid reply
+/// with usage.
+pub fn usage_incomplete_any_attempt_input() -> Value {
+    json!({"script": [{"content": "not json", "usage": false}, reply("ok", 7)]})
+}
+
+/// `extra.structured-output-final-mode`'s input: an invalid `native` reply, then a valid
+/// `prompt` one.
+pub fn structured_output_final_mode_input() -> Value {
+    let mut first = not_json(5);
+    first["mode"] = json!("native");
+    let mut last = reply("ok", 7);
+    last["mode"] = json!("prompt");
+    json!({"script": [first, last]})
+}
+
+/// `extra.max-attempts-two`'s input: `maxAttempts: 2`, three invalid replies, then a valid one.
+pub fn max_attempts_two_input() -> Value {
+    json!({"retry": {"maxAttempts": 2},
+           "script": [not_json(5), not_json(5), not_json(5), reply("ok", 7)]})
+}
+
+/// `extra.max-attempts-clamped`'s input: `maxAttempts: 16` (the largest valid value, above any
+/// usual ceiling) and sixteen invalid replies.
+pub fn max_attempts_clamped_input() -> Value {
+    json!({"retry": {"maxAttempts": 16}, "script": vec![not_json(5); 16]})
+}
+
+/// `extra.no-growth-host-default`'s input: `growMaxTokens: false`, no `maxTokens`, and replies
+/// declaring far more output than any default budget (each served truncated at its request's
+/// budget).
+pub fn no_growth_host_default_input() -> Value {
+    let huge = reply("a reply that needs a million output tokens", 1_000_000);
+    json!({"retry": {"growMaxTokens": false}, "script": [huge.clone(), huge.clone(), huge]})
+}
+
+/// `extra.no-retry-after-refusal`'s input: `maxAttempts: 3`, a refusal, then a valid reply.
+pub fn no_retry_after_refusal_input() -> Value {
+    json!({"retry": {"maxAttempts": 3}, "script": [
+        {"finishReason": "content-filter", "content": "I can't help with that.",
+         "usage": {"outputTokens": 2}},
+        reply("ok", 7)
+    ]})
+}
+
+/// The malformed `retry` values of `extra.retry-malformed-every-form`, each with the key a
+/// refusal must name.
+pub fn malformed_forms() -> Vec<(Value, &'static str)> {
+    vec![
+        (json!({"maxAttempts": 2.5}), "retry.maxAttempts"),
+        (json!({"maxAttempts": 17}), "retry.maxAttempts"),
+        (json!({"maxAttempts": -1}), "retry.maxAttempts"),
+        (json!({"maxAttempts": "2"}), "retry.maxAttempts"),
+        (json!({"maxAttempts": true}), "retry.maxAttempts"),
+        (json!({"maxAttempts": null}), "retry.maxAttempts"),
+        (json!({"growMaxTokens": "no"}), "retry.growMaxTokens"),
+        (json!({"growMaxTokens": 0}), "retry.growMaxTokens"),
+        (json!({"growMaxTokens": null}), "retry.growMaxTokens"),
+    ]
+}
+
+fn malformed_input(retry: &Value) -> Value {
+    json!({"retry": retry, "script": [reply("ok", 7)]})
+}
+
+/// A run that should have completed after `needed` requests but failed after fewer: the host
+/// does not retry that far (its ceiling, or its rules), so the check is `blocked`.
+fn blocked_short(obs: &Observed, needed: usize) -> Option<Verdict> {
+    let error = obs.output.as_ref().err()?;
+    let usages = usage_events(&obs.events).len();
+    (usages < needed).then(|| {
+        Verdict::Blocked(format!(
+            "the run failed ({error}) after {usages} provider request(s); the check needs {needed}"
+        ))
+    })
+}
+
+fn judged_completed(
+    obs: &Observed,
+    needed: usize,
+    judge: impl FnOnce(&Map<String, Value>) -> Result<(), String>,
+) -> Verdict {
+    if let Some(blocked) = blocked_short(obs, needed) {
+        return blocked;
+    }
+    Verdict::judged(attempts_of(obs).and_then(judge))
+}
+
+/// `extra.count-every-request` (§A.1): `attempts.count` equals the `provider.usage` events and
+/// the three replies served.
+pub fn count_every_request(obs: &Observed) -> Result<(), String> {
+    let a = attempts_of(obs)?;
+    let count = a.get("count").and_then(Value::as_u64);
+    let usages = usage_events(&obs.events).len() as u64;
+    if count != Some(usages) || usages != 3 {
+        return Err(format!(
+            "`attempts.count` is {} but the call made {usages} provider requests (a truncation \
+             retry, a schema retry or fallback, and the final reply: three)",
+            count.map_or_else(|| "missing".to_owned(), |c| c.to_string())
+        ));
+    }
+    Ok(())
+}
+
+/// `extra.usage-incomplete-any-attempt` (§A.2): `usageComplete` is false, and `outputTokens`
+/// (when present) sums the attempts that reported usage (7).
+pub fn usage_incomplete_any_attempt(obs: &Observed) -> Result<(), String> {
+    let a = attempts_of(obs)?;
+    if a.get("usageComplete") != Some(&Value::Bool(false)) {
+        return Err(format!(
+            "`attempts.usageComplete` is {} though the first attempt reported no usage",
+            a.get("usageComplete")
+                .map_or("missing".into(), Value::to_string)
+        ));
+    }
+    match a.get("outputTokens").and_then(Value::as_u64) {
+        None | Some(7) => Ok(()),
+        Some(n) => Err(format!(
+            "`attempts.outputTokens` is {n}; the one attempt that reported usage reported 7"
+        )),
+    }
+}
+
+/// `extra.structured-output-final-mode` (§A.3): `prompt`, the final attempt's mode.
+pub fn structured_output_final_mode(obs: &Observed) -> Result<(), String> {
+    let a = attempts_of(obs)?;
+    match a.get("structuredOutput").and_then(Value::as_str) {
+        Some("prompt") => Ok(()),
+        other => Err(format!(
+            "`attempts.structuredOutput` is {} but the final attempt declared `prompt`",
+            other.map_or_else(|| "absent".to_owned(), |m| format!("`{m}`"))
+        )),
+    }
+}
+
+/// `extra.usage-of-final-attempt` (§A.4): on the count run, the answer's `usage.outputTokens` is
+/// the final scripted reply's.
+pub fn usage_of_final_attempt(obs: &Observed, script: &Value) -> Result<(), String> {
+    attempts_of(obs)?;
+    let last = script
+        .as_array()
+        .and_then(|s| s.last())
+        .and_then(|s| s.pointer("/usage/outputTokens"))
+        .and_then(Value::as_u64);
+    let answer = obs
+        .answers
+        .first()
+        .ok_or("the target recorded no `ctx.callAI` answer for the run")?;
+    let usage = answer
+        .pointer("/usage/outputTokens")
+        .and_then(Value::as_u64);
+    if usage != last {
+        return Err(format!(
+            "`usage.outputTokens` is {} but the final attempt reported {}",
+            usage.map_or_else(|| "absent".to_owned(), |u| u.to_string()),
+            last.map_or_else(|| "none".to_owned(), |u| u.to_string())
+        ));
+    }
+    Ok(())
+}
+
+fn refused_as_malformed(obs: &Observed, what: &str) -> Result<(), String> {
+    match &obs.output {
+        Err(e) if e.error == ErrorCode::ValidationError => {
+            Err(format!("the host refused the well-formed `{what}`: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn at_most(obs: &Observed, cap: u64, what: &str) -> Result<(), String> {
+    let usages = usage_events(&obs.events).len() as u64;
+    if usages > cap {
+        return Err(format!("{usages} `provider.usage` events under {what}"));
+    }
+    for total in exhausted_totals(&obs.events).into_iter().flatten() {
+        if total > cap {
+            return Err(format!(
+                "`envelope.retry-exhausted.totalAttempts` is {total} under {what}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `extra.max-attempts-two` (§B.1): with `maxAttempts: 2` and three invalid replies the call
+/// fails after at most two requests.
+pub fn max_attempts_two(obs: &Observed) -> Result<(), String> {
+    refused_as_malformed(obs, "retry: {maxAttempts: 2}")?;
+    if let Ok(out) = &obs.output {
+        return Err(format!(
+            "the call completed ({out}): only the fourth reply is valid, beyond `maxAttempts: 2`"
+        ));
+    }
+    at_most(obs, 2, "`maxAttempts: 2`")
+}
+
+/// `extra.max-attempts-clamped` (§B.3): `maxAttempts: 16` above a ceiling of `ceiling` is
+/// clamped: not refused, and no more than `ceiling` requests.
+pub fn max_attempts_clamped(obs: &Observed, ceiling: u64) -> Result<(), String> {
+    refused_as_malformed(obs, "retry: {maxAttempts: 16}")
+        .map_err(|e| format!("{e} (a value above the ceiling is clamped, not refused)"))?;
+    if let Ok(out) = &obs.output {
+        return Err(format!(
+            "the call completed ({out}) though every reply is invalid"
+        ));
+    }
+    at_most(
+        obs,
+        ceiling,
+        &format!("`maxAttempts: 16` clamped to the host's ceiling {ceiling}"),
+    )
+}
+
+/// `extra.no-growth-host-default` (§B.2): under `growMaxTokens: false` without `maxTokens`, no
+/// `provider.usage.outputTokens` exceeds the first request's (made at the host default; the mock
+/// clamps each to its request's budget), and the call does not complete.
+pub fn no_growth_host_default(obs: &Observed) -> Result<Option<()>, String> {
+    let outs: Vec<u64> = usage_events(&obs.events)
+        .iter()
+        .filter_map(|e| e.u64("outputTokens"))
+        .collect();
+    let Some(&first) = outs.first() else {
+        return Ok(None);
+    };
+    if let Some(over) = outs.iter().find(|&&o| o > first) {
+        return Err(format!(
+            "a `provider.usage` reports {over} output tokens, above the {first} of the first \
+             request at the host default: the budget grew under `growMaxTokens: false`"
+        ));
+    }
+    if let Ok(out) = &obs.output {
+        return Err(format!(
+            "the call completed ({out}); every reply needs more than any default budget"
+        ));
+    }
+    Ok(Some(()))
+}
+
+/// `extra.no-retry-after-refusal` (RFC 0032 §B.3, kept by §B.3): after a refusal the call
+/// fails, after one request, whatever `maxAttempts` allows.
+pub fn no_retry_after_refusal(obs: &Observed) -> Result<(), String> {
+    refused_as_malformed(obs, "retry: {maxAttempts: 3}")?;
+    if let Ok(out) = &obs.output {
+        return Err(format!(
+            "the call completed ({out}): the host retried after a refusal"
+        ));
+    }
+    at_most(obs, 1, "a refusal (never retried)")
+}
+
+/// Whether the document advertises `retry-exhausted` among its reliability events.
+pub fn advertises_retry_exhausted(doc: &CapabilityDocument) -> bool {
+    doc.reliability.as_ref().is_some_and(|r| {
+        r.events.iter().any(|e| {
+            // v2 documents name events in full; v1 ones by their short name.
+            let full = if e.starts_with("envelope.") {
+                e.clone()
+            } else {
+                format!("envelope.{e}")
+            };
+            normalize_type(&full) == crate::wire::kind::RETRY_EXHAUSTED
+        })
+    })
+}
+
+/// `extra.retry-exhausted-emitted` (§B.4): under `maxAttempts: 1` with an invalid reply, exactly
+/// one `envelope.retry-exhausted`, with `totalAttempts: 1`.
+pub fn retry_exhausted_emitted(obs: &Observed) -> Result<(), String> {
+    if obs.output.is_ok() {
+        return Err("the call completed under `maxAttempts: 1` with an invalid reply".into());
+    }
+    match exhausted_totals(&obs.events).as_slice() {
+        [Some(1)] => Ok(()),
+        [] => Err("no `envelope.retry-exhausted` though the host advertises it".into()),
+        totals => Err(format!(
+            "`envelope.retry-exhausted.totalAttempts` {totals:?}; expected exactly one, 1"
+        )),
+    }
+}
+
+/// `extra.retry-malformed-every-form` (§B.5): one malformed form's run fails
+/// `validation_error` naming `field`.
+pub fn retry_malformed_form(obs: &Observed, retry: &Value, field: &str) -> Result<(), String> {
+    match &obs.output {
+        Ok(out) => Err(format!(
+            "`retry: {retry}` was ignored, not refused (the node completed: {out})"
+        )),
+        Err(e) if e.error != ErrorCode::ValidationError => Err(format!(
+            "`retry: {retry}` failed `{}`, not `validation_error`",
+            e.error
+        )),
+        Err(e) if e.field() != Some(field) => Err(format!(
+            "`retry: {retry}` was refused naming {}, not `{field}`",
+            e.field()
+                .map_or_else(|| "no field".to_owned(), |f| format!("`{f}`"))
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Runs every extra check against `target`, gated like the legs (§A checks on
+/// `callAccounting.attempts`, §B checks on `callAccounting.retryPolicy`). `count` is the official
+/// count run, reused.
+pub(crate) async fn run_extra(
+    target: &dyn ConformanceTarget,
+    doc: &CapabilityDocument,
+    count: Option<(&Observed, &Value)>,
+) -> Vec<(String, Verdict)> {
+    let ca = doc.call_accounting.unwrap_or_default();
+    let mut out = Vec::new();
+    let mut push = |id: &str, v: Verdict| out.push((id.to_owned(), v));
+    if ca.attempts {
+        let obs = target.run_fixture(count_every_request_input()).await;
+        push(
+            COUNT_EVERY_REQUEST,
+            judged_completed(&obs, 3, |_| count_every_request(&obs)),
+        );
+        let obs = target
+            .run_fixture(usage_incomplete_any_attempt_input())
+            .await;
+        push(
+            USAGE_INCOMPLETE_ANY_ATTEMPT,
+            judged_completed(&obs, 1, |_| usage_incomplete_any_attempt(&obs)),
+        );
+        let obs = target
+            .run_fixture(structured_output_final_mode_input())
+            .await;
+        push(
+            STRUCTURED_OUTPUT_FINAL_MODE,
+            judged_completed(&obs, 2, |_| structured_output_final_mode(&obs)),
+        );
+        push(
+            USAGE_OF_FINAL_ATTEMPT,
+            match count {
+                Some((obs, script)) => {
+                    judged_completed(obs, 2, |_| usage_of_final_attempt(obs, script))
+                }
+                None => Verdict::Blocked("the count run could not be judged".into()),
+            },
+        );
+    } else {
+        for id in &EXTRA_IDS[..4] {
+            push(
+                id,
+                Verdict::Skipped("the host does not advertise `callAccounting.attempts`".into()),
+            );
+        }
+    }
+    if ca.retry_policy {
+        let obs = target.run_fixture(max_attempts_two_input()).await;
+        push(MAX_ATTEMPTS_TWO, Verdict::judged(max_attempts_two(&obs)));
+        let ceiling = doc
+            .reliability
+            .as_ref()
+            .map_or(DEFAULT_CEILING, |r| r.max_retry_attempts);
+        let obs = target.run_fixture(max_attempts_clamped_input()).await;
+        push(
+            MAX_ATTEMPTS_CLAMPED,
+            Verdict::judged(max_attempts_clamped(&obs, u64::from(ceiling))),
+        );
+        let obs = target.run_fixture(no_growth_host_default_input()).await;
+        push(
+            NO_GROWTH_HOST_DEFAULT,
+            match no_growth_host_default(&obs) {
+                Ok(Some(())) => Verdict::ExecutedPass,
+                Ok(None) => Verdict::Blocked("no `provider.usage` to judge".into()),
+                Err(reason) => Verdict::ExecutedFail(reason),
+            },
+        );
+        let obs = target.run_fixture(no_retry_after_refusal_input()).await;
+        push(
+            NO_RETRY_AFTER_REFUSAL,
+            Verdict::judged(no_retry_after_refusal(&obs)),
+        );
+        push(
+            RETRY_EXHAUSTED_EMITTED,
+            if advertises_retry_exhausted(doc) {
+                let obs = target.run_fixture(super::legs::cap_input()).await;
+                Verdict::judged(retry_exhausted_emitted(&obs))
+            } else {
+                Verdict::Skipped(
+                    "the host does not advertise `retry-exhausted` in `envelopes.reliability.events`"
+                        .into(),
+                )
+            },
+        );
+        let mut verdict = Verdict::ExecutedPass;
+        for (retry, field) in malformed_forms() {
+            let obs = target.run_fixture(malformed_input(&retry)).await;
+            if let Err(reason) = retry_malformed_form(&obs, &retry, field) {
+                verdict = Verdict::ExecutedFail(reason);
+                break;
+            }
+        }
+        push(RETRY_MALFORMED_EVERY_FORM, verdict);
+    } else {
+        for id in &EXTRA_IDS[4..] {
+            push(
+                id,
+                Verdict::Skipped("the host does not advertise `callAccounting.retryPolicy`".into()),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::RunId;
+    use crate::wire::{ErrorEnvelope, RunEvent, kind};
+
+    fn ev(k: &str, payload: Value) -> RunEvent {
+        let event = crate::wire::Event::from_parts(k, &payload).expect("a valid event");
+        RunEvent::new("r", 0, String::new(), event)
+    }
+
+    fn usage(out: u64) -> RunEvent {
+        ev(
+            kind::PROVIDER_USAGE,
+            json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": out, "nodeId": "main"}),
+        )
+    }
+
+    fn done(attempts: Value, events: Vec<RunEvent>, answer: Value) -> Observed {
+        Observed {
+            run_id: RunId::new("r"),
+            output: Ok(json!({"attempts": attempts, "ok": true})),
+            events,
+            answers: vec![answer],
+        }
+    }
+
+    fn failed(error: ErrorEnvelope, events: Vec<RunEvent>) -> Observed {
+        Observed {
+            run_id: RunId::new("r"),
+            output: Err(error),
+            events,
+            answers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn every_request_is_counted() {
+        let three = vec![usage(100), usage(5), usage(7)];
+        let honest = done(
+            json!({"count": 3, "usageComplete": true}),
+            three.clone(),
+            json!({}),
+        );
+        assert_eq!(count_every_request(&honest), Ok(()));
+        let short = done(json!({"count": 2, "usageComplete": true}), three, json!({}));
+        assert!(count_every_request(&short).is_err());
+    }
+
+    #[test]
+    fn usage_is_incomplete_when_an_earlier_attempt_had_none() {
+        let ok = done(
+            json!({"count": 2, "outputTokens": 7, "usageComplete": false}),
+            vec![usage(7)],
+            json!({}),
+        );
+        assert_eq!(usage_incomplete_any_attempt(&ok), Ok(()));
+        let lie = done(
+            json!({"count": 2, "outputTokens": 7, "usageComplete": true}),
+            vec![usage(7)],
+            json!({}),
+        );
+        assert!(usage_incomplete_any_attempt(&lie).is_err());
+    }
+
+    #[test]
+    fn usage_is_the_final_attempts_on_the_hosts_answer() {
+        let script = json!([{"usage": {"outputTokens": 5}}, {"usage": {"outputTokens": 7}}]);
+        let a = json!({"count": 2, "outputTokens": 12, "usageComplete": true});
+        let final_usage = done(a.clone(), vec![], json!({"usage": {"outputTokens": 7}}));
+        assert_eq!(usage_of_final_attempt(&final_usage, &script), Ok(()));
+        let summed = done(a, vec![], json!({"usage": {"outputTokens": 12}}));
+        assert!(usage_of_final_attempt(&summed, &script).is_err());
+    }
+
+    #[test]
+    fn a_cap_above_the_ceiling_is_clamped_not_refused_nor_honoured() {
+        let invalid = || ErrorEnvelope::new(ErrorCode::EnvelopeInvalid, "no");
+        let clamped = failed(invalid(), vec![usage(5), usage(5), usage(5)]);
+        assert_eq!(max_attempts_clamped(&clamped, 3), Ok(()));
+        let widened = failed(invalid(), vec![usage(5); 4]);
+        assert!(max_attempts_clamped(&widened, 3).is_err());
+        let refused = failed(ErrorEnvelope::validation("retry.maxAttempts", "no"), vec![]);
+        assert!(max_attempts_clamped(&refused, 3).is_err());
+    }
+
+    #[test]
+    fn the_budget_does_not_grow_past_the_first_request() {
+        let trunc = || ErrorEnvelope::new(ErrorCode::EnvelopeTruncationUnrecoverable, "no");
+        let kept = failed(trunc(), vec![usage(1024), usage(1024)]);
+        assert_eq!(no_growth_host_default(&kept), Ok(Some(())));
+        let grown = failed(trunc(), vec![usage(1024), usage(2048)]);
+        assert!(no_growth_host_default(&grown).is_err());
+        assert_eq!(no_growth_host_default(&failed(trunc(), vec![])), Ok(None));
+    }
+
+    #[test]
+    fn each_malformed_form_names_its_key() {
+        let retry = json!({"maxAttempts": null});
+        let ok = failed(
+            ErrorEnvelope::validation("retry.maxAttempts", "no null"),
+            vec![],
+        );
+        assert_eq!(
+            retry_malformed_form(&ok, &retry, "retry.maxAttempts"),
+            Ok(())
+        );
+        let wrong = failed(ErrorEnvelope::validation("retry", "bad"), vec![]);
+        assert!(retry_malformed_form(&wrong, &retry, "retry.maxAttempts").is_err());
+        let ignored = done(
+            json!({"count": 1, "usageComplete": true}),
+            vec![],
+            json!({}),
+        );
+        assert!(retry_malformed_form(&ignored, &retry, "retry.maxAttempts").is_err());
+    }
+
+    #[test]
+    fn retry_exhausted_is_advertised_in_either_spelling() {
+        let doc = |events: &[&str]| {
+            CapabilityDocument::from_json(&json!({"envelopes": {"reliability": {
+                "maxRetryAttempts": 3, "events": events,
+                "completion": {"distinguishesTruncation": true, "truncationBudgetMultiplier": 2}}}}))
+            .expect("valid")
+        };
+        assert!(advertises_retry_exhausted(&doc(&["retry-exhausted"])));
+        assert!(advertises_retry_exhausted(&doc(&["retry.exhausted"])));
+        assert!(!advertises_retry_exhausted(&doc(&["refusal"])));
+    }
+}

@@ -1,0 +1,62 @@
+//! The local host as a [`Host`]: a thin layer over its parts.
+
+use super::LocalHost;
+use crate::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
+use crate::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
+use serde_json::Value;
+
+impl Host for LocalHost {
+    fn capability_document(&self) -> CapabilityDocument {
+        self.capabilities()
+    }
+
+    fn call_ai<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(self.inner.serve(key, request))
+    }
+
+    fn refuse(&self, key: &AttemptKey, public: ErrorEnvelope) -> HostFailure {
+        let cause = format!("refused request: {public}");
+        let token = self
+            .inner
+            .diagnostics
+            .record(&key.run_id, Some(key), &public, cause, false);
+        HostFailure { public, token }
+    }
+
+    fn settle_ai_failure<'a>(
+        &'a self,
+        run: &'a RunId,
+        failure: FailureToken,
+    ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
+        let r = if self.inner.diagnostics.settle(run, failure) {
+            Ok(())
+        } else {
+            Err(ErrorEnvelope::validation(
+                "failure",
+                "is not a failure of this run",
+            ))
+        };
+        Box::pin(std::future::ready(r))
+    }
+
+    fn record_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        kind: &'a str,
+        payload: Value,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            self.inner.live.observe(run, kind, &payload);
+            // An event the journal cannot keep is still seen live; the run goes on.
+            let _ = self.inner.journal.append_event(run, kind, &payload).await;
+        })
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
+        Box::pin(async move { self.inner.journal.events(run).await.unwrap_or_default() })
+    }
+}

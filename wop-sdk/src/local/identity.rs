@@ -1,0 +1,338 @@
+//! The attempt-identity protocol ("redelivery is not retry"): a call's identity is persisted
+//! before dispatch, with its request fingerprint; the terminal outcome is recorded after. On
+//! re-entry with the same identity the host replays the recorded outcome (same request),
+//! refuses a changed request (`idempotency_key_mismatch`), or, when the earlier dispatch left no
+//! outcome, gives a terminal ambiguous failure without a second generation and without a
+//! charge. A second entry while the first is in flight in this process reattaches to it.
+//!
+//! The state it owns: the calls in flight (so a dropped call leaves nothing behind) and the
+//! attempt-id generator. The journal holds the rest.
+
+use super::call::{Call, plan};
+use super::{Inner, lock};
+use crate::host::{AttemptKey, HostFailure, RunId};
+use crate::journal::lease::{self, Awaited};
+use crate::journal::{Begin, Fingerprint, Lease, Outcome, fingerprint};
+use crate::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::watch;
+
+type Answer = Result<CallAiResult, HostFailure>;
+type Waiter = watch::Receiver<Option<Answer>>;
+
+pub(crate) struct Identities {
+    in_flight: Mutex<HashMap<AttemptKey, (Fingerprint, Waiter)>>,
+    next_id: AtomicU64,
+    seed: u64,
+}
+
+/// A call this process is dispatching. Dropped (the caller gave up), it leaves the in-flight
+/// table, and a reattached waiter learns the call was lost.
+struct Slot<'a> {
+    identities: &'a Identities,
+    key: &'a AttemptKey,
+    tx: watch::Sender<Option<Answer>>,
+}
+
+impl Slot<'_> {
+    fn finish(self, answer: &Answer) {
+        lock(&self.identities.in_flight).remove(self.key);
+        if self.tx.receiver_count() > 0 {
+            let _ = self.tx.send(Some(answer.clone()));
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        lock(&self.identities.in_flight).remove(self.key);
+    }
+}
+
+enum Entry<'a> {
+    Fresh(Slot<'a>),
+    Attach(Waiter),
+    Mismatch,
+}
+
+impl Identities {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self {
+            in_flight: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            seed,
+        }
+    }
+
+    /// A new attempt id: this host's seed (time and process id at build) and a counter, so ids
+    /// from two processes sharing a journal do not collide. It names the call; it carries nothing
+    /// of the request.
+    fn new_attempt_id(&self) -> String {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        format!("att_{:016x}{n:06x}", self.seed)
+    }
+
+    fn enter<'a>(&'a self, key: &'a AttemptKey, fp: Fingerprint) -> Entry<'a> {
+        let mut in_flight = lock(&self.in_flight);
+        match in_flight.get(key) {
+            Some((f, rx)) if *f == fp => Entry::Attach(rx.clone()),
+            Some(_) => Entry::Mismatch,
+            None => {
+                let (tx, rx) = watch::channel(None);
+                in_flight.insert(key.clone(), (fp, rx));
+                Entry::Fresh(Slot {
+                    identities: self,
+                    key,
+                    tx,
+                })
+            }
+        }
+    }
+
+    /// Calls in flight in this process.
+    pub(crate) fn in_flight(&self) -> usize {
+        lock(&self.in_flight).len()
+    }
+}
+
+impl Inner {
+    fn failure(
+        &self,
+        key: &AttemptKey,
+        public: ErrorEnvelope,
+        cause: String,
+        ambiguous: bool,
+    ) -> HostFailure {
+        let token = self
+            .diagnostics
+            .record(&key.run_id, Some(key), &public, cause, ambiguous);
+        HostFailure { public, token }
+    }
+
+    /// One call, by the protocol above.
+    pub(crate) async fn serve(&self, key: &AttemptKey, request: &CallAiRequest) -> Answer {
+        if let Some(source) = self.runs.replay_source(&key.run_id) {
+            return self.replay_call(key, &source, request).await;
+        }
+        if let Some(id) = &request.retry_of_attempt_id {
+            let known = self
+                .journal
+                .completed_attempt(&key.run_id, id)
+                .await
+                .unwrap_or(false);
+            if !known {
+                let e = ErrorEnvelope::validation(
+                    "retryOfAttemptId",
+                    "must name a completed attempt of the same run",
+                );
+                return Err(self.failure(
+                    key,
+                    e,
+                    format!("lineage: unknown attempt `{id}`"),
+                    false,
+                ));
+            }
+        }
+        let fp = fingerprint(request);
+        match self.identities.enter(key, fp) {
+            Entry::Fresh(slot) => {
+                let answer = self.dispatch_fresh(key, request, &fp).await;
+                slot.finish(&answer);
+                answer
+            }
+            Entry::Attach(mut rx) => {
+                let answer = rx
+                    .wait_for(Option::is_some)
+                    .await
+                    .ok()
+                    .and_then(|v| v.clone());
+                answer.unwrap_or_else(|| {
+                    let e = ErrorEnvelope::new(
+                        ErrorCode::UpstreamUnavailable,
+                        "the call in flight was lost",
+                    );
+                    Err(self.failure(key, e, "in-flight call dropped by its caller".into(), true))
+                })
+            }
+            Entry::Mismatch => Err(self.mismatch(key)),
+        }
+    }
+
+    fn mismatch(&self, key: &AttemptKey) -> HostFailure {
+        let e = ErrorEnvelope::new(
+            ErrorCode::IdempotencyKeyMismatch,
+            "this call's identity was already used with a different request",
+        )
+        .with_detail("attemptKey", key.to_string());
+        self.failure(
+            key,
+            e,
+            "integrity: fingerprint differs from the recorded request".into(),
+            false,
+        )
+    }
+
+    /// The answer a recorded outcome gives: the recorded text read back (a replay reproduces
+    /// the exact bytes).
+    fn replay_outcome(&self, key: &AttemptKey, outcome: Outcome, structured: bool) -> Answer {
+        match outcome {
+            Outcome::Completed { result } => serde_json::from_str(&result)
+                .map_err(|e| e.to_string())
+                .and_then(|v| CallAiResult::from_json(&v, structured).map_err(|e| e.to_string()))
+                .map_err(|e| {
+                    self.failure(
+                        key,
+                        ErrorEnvelope::new(
+                            ErrorCode::UpstreamUnavailable,
+                            "the recorded outcome cannot be read",
+                        ),
+                        format!("journal: recorded result is unreadable: {e}"),
+                        false,
+                    )
+                }),
+            Outcome::Failed {
+                public,
+                private_cause,
+                ambiguous,
+            } => Err(self.failure(key, public, private_cause, ambiguous)),
+        }
+    }
+
+    async fn dispatch_fresh(
+        &self,
+        key: &AttemptKey,
+        request: &CallAiRequest,
+        fp: &Fingerprint,
+    ) -> Answer {
+        let structured = request.is_structured();
+        let attempt_id = self.identities.new_attempt_id();
+        let plan = plan(self, request);
+        // This host's lease on the call: a second host on the journal waits for it while it
+        // lives. The identity, its lease and the announcement of the first provider request are
+        // made durable in one write, before anything is dispatched.
+        let lease = Lease::now(format!("host-{:016x}", self.seed));
+        let begin = self
+            .journal
+            .begin_leased(key, fp, &attempt_id, plan.first_max_tokens, &lease)
+            .await
+            .map_err(|e| {
+                self.failure(
+                    key,
+                    ErrorEnvelope::new(
+                        ErrorCode::UpstreamUnavailable,
+                        "the host could not persist the call's identity; nothing was dispatched",
+                    ),
+                    format!("journal: {e}"),
+                    false,
+                )
+            })?;
+        match begin {
+            Begin::Fresh => {}
+            Begin::Recorded { outcome, .. } => {
+                return self.replay_outcome(key, outcome, structured);
+            }
+            Begin::Mismatch => return Err(self.mismatch(key)),
+            Begin::Unfinished { requests, .. } => {
+                // Another host may be dispatching it now: wait for a live owner, and reattach to
+                // its outcome; only an owner that is gone leaves the outcome unknown.
+                if let Ok(Awaited::Finished(outcome)) =
+                    lease::await_owner(self.journal.as_ref(), key, &lease.holder).await
+                {
+                    return self.replay_outcome(key, outcome, structured);
+                }
+                let public = ErrorEnvelope::new(
+                    ErrorCode::UpstreamUnavailable,
+                    "the outcome of an earlier dispatch of this call is unknown; it is not repeated and not charged",
+                );
+                let cause = format!(
+                    "ambiguous dispatch: identity recorded with {requests} provider request(s) and no outcome"
+                );
+                let outcome = Outcome::Failed {
+                    public: public.clone(),
+                    private_cause: cause.clone(),
+                    ambiguous: true,
+                };
+                // Best effort: record the terminal failure so the next re-entry replays it.
+                let _ = self.journal.finish(key, &outcome, None, &[]).await;
+                return Err(self.failure(key, public, cause, true));
+            }
+        }
+        let dispatch = Call {
+            inner: self,
+            key,
+            request,
+            attempt_id: &attempt_id,
+            plan,
+        }
+        .dispatch();
+        // The lease is renewed while the call is in flight, and given up with the outcome. A
+        // call whose caller gave up stops renewing it: another host takes it for ambiguous once
+        // it expires (`journal::lease::LEASE_TTL`).
+        let finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
+        if let Err(e) = self
+            .journal
+            .finish(
+                key,
+                &finished.outcome,
+                finished.charge.as_ref(),
+                &finished.events,
+            )
+            .await
+        {
+            // The outcome is not durable: on re-entry it is ambiguous and never charged.
+            let public = ErrorEnvelope::new(
+                ErrorCode::UpstreamUnavailable,
+                "the host could not record the call's outcome",
+            );
+            return Err(self.failure(
+                key,
+                public,
+                format!("journal: terminal write failed: {e}"),
+                true,
+            ));
+        }
+        match finished.result {
+            Some(result) => Ok(result),
+            None => self.replay_outcome(key, finished.outcome, structured),
+        }
+    }
+
+    async fn replay_call(
+        &self,
+        key: &AttemptKey,
+        source: &RunId,
+        request: &CallAiRequest,
+    ) -> Answer {
+        let source_key = AttemptKey {
+            run_id: source.clone(),
+            ..key.clone()
+        };
+        let recorded = self.journal.lookup(&source_key).await.ok().flatten();
+        let Some(entry) = recorded.filter(|e| e.outcome.is_some()) else {
+            let e = ErrorEnvelope::new(
+                ErrorCode::ReplaySourceMissing,
+                "the source run has no recorded outcome for this call",
+            )
+            .with_detail("attemptKey", source_key.to_string());
+            return Err(self.failure(key, e, "replay: no recorded outcome".into(), false));
+        };
+        if entry.fingerprint != fingerprint(request) {
+            return Err(self.mismatch(key));
+        }
+        let outcome = entry.outcome.unwrap_or(Outcome::Completed {
+            result: String::new(),
+        });
+        // Record the fork's own copy, without a charge and without provider events.
+        if matches!(
+            self.journal
+                .begin(key, &entry.fingerprint, &entry.attempt_id)
+                .await,
+            Ok(Begin::Fresh)
+        ) {
+            let _ = self.journal.finish(key, &outcome, None, &[]).await;
+        }
+        self.replay_outcome(key, outcome, request.is_structured())
+    }
+}

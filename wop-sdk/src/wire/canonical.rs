@@ -1,0 +1,103 @@
+//! Canonical JSON (RFC 8785 style): object keys sorted by UTF-16 code units, no whitespace,
+//! integers without a fraction or exponent, other numbers in shortest round-trip form. What the
+//! request fingerprint and the schema digests are computed over.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Writes the canonical JSON form of `v`: object keys sorted by UTF-16 code units, no whitespace,
+/// integers without a fraction or exponent, other numbers in shortest round-trip form.
+pub fn canonical_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                out.push_str(&i.to_string());
+            } else if let Some(u) = n.as_u64() {
+                out.push_str(&u.to_string());
+            } else if let Some(f) = n.as_f64() {
+                push_f64(f, out);
+            }
+        }
+        Value::String(s) => push_str_json(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                push_str_json(k, out);
+                out.push(':');
+                canonical_json(&map[k], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Writes `s` as a JSON string (serde_json's escaping) without copying it into a `Value` first.
+pub(crate) fn push_str_json(s: &str, out: &mut String) {
+    match serde_json::to_string(s) {
+        Ok(text) => out.push_str(&text),
+        Err(_) => out.push_str("null"),
+    }
+}
+
+/// Writes an `f64` as canonical JSON writes a number.
+pub(crate) fn push_f64(f: f64, out: &mut String) {
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        #[allow(clippy::cast_possible_truncation)]
+        out.push_str(&(f as i64).to_string());
+    } else {
+        out.push_str(&f.to_string());
+    }
+}
+
+/// The SHA-256 of `v`'s canonical JSON.
+pub fn digest(v: &Value) -> [u8; 32] {
+    let mut text = String::new();
+    canonical_json(v, &mut text);
+    Sha256::digest(text.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn canon(v: &Value) -> String {
+        let mut s = String::new();
+        canonical_json(v, &mut s);
+        s
+    }
+
+    #[test]
+    fn keys_sorted_no_whitespace_numbers_normalized() {
+        assert_eq!(
+            canon(&json!({"b": 1, "a": [1.0, 2.5, "x"]})),
+            r#"{"a":[1,2.5,"x"],"b":1}"#
+        );
+    }
+
+    #[test]
+    fn equal_values_have_equal_digests() {
+        assert_eq!(
+            digest(&json!({"a": 1, "b": 2})),
+            digest(&json!({"b": 2, "a": 1.0}))
+        );
+        assert_ne!(digest(&json!({"a": 1})), digest(&json!({"a": 2})));
+    }
+}
