@@ -18,7 +18,7 @@ struct Brief {
 #[wop_node(
     type_id = "community.mybook.draft-scene",
     version = "1.0.0",
-    max_calls = 6,
+    max_calls = 8, // two calls at the worst case of a host without RFC 0248 (3 requests + a fallback)
     retry(max_attempts = 2, grow_max_tokens = false)
 )]
 async fn draft_scene(ctx: &NodeCtx<'_>, brief: Brief) -> Result<Scene, NodeError> {
@@ -92,4 +92,11 @@ fn the_readme_shows_this_file() {
         readme.contains(me[test..end].trim_end()),
         "README's test differs from tests/quickstart.rs"
     );
+}
+
+/// The quickstart's node as a pack: what `tests/quickstart_addon` exports to Node, for the
+/// harness of openwop-app's contract (`tests/node_bridge.rs`).
+#[allow(dead_code)]
+pub fn pack() -> wop_sdk::manifest::Pack {
+    wop_sdk::manifest::Pack::new("community.mybook.quickstart", "1.0.0").node(DraftScene)
 }

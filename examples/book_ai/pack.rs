@@ -159,8 +159,9 @@ pub struct Review {
     version = "0.1.0",
     label = "Plan outline",
     description = "Plans the chapters and scenes of a book from a brief.",
-    // One structured call: up to the host ceiling (3) of provider requests.
-    max_calls = 3,
+    // One structured call: up to the host ceiling (3) of provider requests, or 4 on a host
+    // without `callAccounting` whose natural-language fallback follows its 3 (openwop-app).
+    max_calls = 4,
     requires(ai_providers),
     plan = outline_plan,
 )]

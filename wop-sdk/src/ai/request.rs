@@ -1,6 +1,6 @@
 //! What a node asks: [`AiRequest`] and the deliberate retry [`RetryOf`].
 
-use super::completion::Completion;
+use super::completion::{Completion, InvalidOutput};
 use super::{Brand, Output};
 use crate::policy::{RetryPolicy, RetryReason};
 use crate::wire::{CallAiRequest, Message};
@@ -150,6 +150,12 @@ impl<T: Output> AiRequest<T> {
 
     /// Makes this request a deliberate retry of `completion`, for `reason`: the wire carries
     /// `retryOfAttemptId` and `retryReason`. The only way to build a retry.
+    ///
+    /// On a host that does not advertise `aiProviders.callAccounting` (which ignores the
+    /// lineage fields), the runtime also appends two messages: the rejected reply (as the
+    /// assistant's) and its validation errors (as the user's), or, for a completion that was
+    /// valid, one user message naming the reason. So the retry is a different provider request,
+    /// and no host cache keyed on the request can hand back the reply being retried.
     pub fn retry_of<'run, U>(
         self,
         completion: &Completion<'run, U>,
@@ -157,8 +163,11 @@ impl<T: Output> AiRequest<T> {
     ) -> RetryOf<'run, T> {
         RetryOf {
             request: self,
-            attempt_id: completion.attempt_id().as_str().to_owned(),
-            reason,
+            lineage: Lineage {
+                attempt_id: completion.attempt_id().as_str().to_owned(),
+                reason,
+                rejected: completion.output.as_ref().err().cloned(),
+            },
             _brand: PhantomData,
         }
     }
@@ -173,8 +182,7 @@ impl<T: Output> AiRequest<T> {
 /// Made only by [`AiRequest::retry_of`].
 pub struct RetryOf<'run, T> {
     pub(crate) request: AiRequest<T>,
-    pub(crate) attempt_id: String,
-    pub(crate) reason: RetryReason,
+    pub(crate) lineage: Lineage,
     _brand: Brand<'run>,
 }
 
@@ -182,9 +190,45 @@ impl<T> fmt::Debug for RetryOf<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RetryOf")
             .field("request", &self.request)
-            .field("attempt_id", &self.attempt_id)
-            .field("reason", &self.reason)
+            .field("attempt_id", &self.lineage.attempt_id)
+            .field("reason", &self.lineage.reason)
             .finish()
+    }
+}
+
+/// What a deliberate retry carries besides its request. Not part of the API.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Lineage {
+    pub(crate) attempt_id: String,
+    pub(crate) reason: RetryReason,
+    /// The retried completion's validation failure, when it had one.
+    pub(crate) rejected: Option<InvalidOutput>,
+}
+
+impl Lineage {
+    /// The messages that make the retry a different provider request on a host that ignores
+    /// lineage (see [`AiRequest::retry_of`]).
+    pub(crate) fn corrective_messages(&self) -> Vec<Message> {
+        match &self.rejected {
+            Some(invalid) => {
+                let reply = match &invalid.raw {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                vec![
+                    Message::assistant(reply),
+                    Message::user(format!(
+                        "That reply does not meet the contract:\n- {}\nReply again and fix every point.",
+                        invalid.errors.join("\n- ")
+                    )),
+                ]
+            }
+            None => vec![Message::user(format!(
+                "The previous reply was not accepted ({}). Reply again.",
+                self.reason.as_str()
+            ))],
+        }
     }
 }
 
@@ -195,20 +239,20 @@ mod sealed {
 /// What [`crate::NodeCtx::call_ai`] accepts: a fresh [`AiRequest`] or a [`RetryOf`] of this run.
 pub trait IntoCall<'run, T>: sealed::Sealed {
     #[doc(hidden)]
-    fn into_parts(self) -> (AiRequest<T>, Option<(String, RetryReason)>);
+    fn into_parts(self) -> (AiRequest<T>, Option<Lineage>);
 }
 
 impl<T> sealed::Sealed for AiRequest<T> {}
 impl<T> sealed::Sealed for RetryOf<'_, T> {}
 
 impl<'run, T> IntoCall<'run, T> for AiRequest<T> {
-    fn into_parts(self) -> (AiRequest<T>, Option<(String, RetryReason)>) {
+    fn into_parts(self) -> (AiRequest<T>, Option<Lineage>) {
         (self, None)
     }
 }
 
 impl<'run, T> IntoCall<'run, T> for RetryOf<'run, T> {
-    fn into_parts(self) -> (AiRequest<T>, Option<(String, RetryReason)>) {
-        (self.request, Some((self.attempt_id, self.reason)))
+    fn into_parts(self) -> (AiRequest<T>, Option<Lineage>) {
+        (self.request, Some(self.lineage))
     }
 }

@@ -10,6 +10,8 @@
 //! PACK replay RUN_ID --journal PATH [--json]
 //! PACK conformance [--journal PATH] [--older-host] [--json]
 //!                                                 the eight RFC 0248 legs against the local host
+//! PACK pack --out DIR --addon FILE [--single-file] [--provider P] [--model M] [--timeout-ms N]
+//!                                                 the folder a JavaScript host mounts (see [`pack`])
 //! PACK --version | --help
 //! ```
 //!
@@ -40,6 +42,7 @@
 //! ```
 
 mod output;
+pub mod pack;
 mod progress;
 mod provider;
 mod render;
@@ -215,6 +218,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Write the folder a host that loads JavaScript packs (openwop-app) mounts.
+    Pack(pack::PackOptions),
     /// Replay a recorded run: every call served from its recorded outcome.
     Replay {
         /// The run.
@@ -333,6 +338,10 @@ async fn dispatch(
             older_host,
             json,
         } => conformance(journal.as_deref(), older_host, json, out).await,
+        Command::Pack(options) => {
+            let folder = pack::write_pack(pack, &options)?;
+            w(writeln!(out, "{}", folder.display()))
+        }
         Command::Replay {
             run_id,
             journal,

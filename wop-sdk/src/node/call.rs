@@ -3,11 +3,12 @@
 //! the answer checked as any host answer is, and the typed [`Completion`] or opaque failure.
 
 use super::ctx::{CallReport, RunState};
+use crate::ai::request::Lineage;
 use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Output};
 use crate::budget::AttemptPlan;
 use crate::caps::RunCapabilities;
 use crate::host::{AttemptKey, FailureToken, StreamSink};
-use crate::policy::{RetryPolicy, RetryReason};
+use crate::policy::RetryPolicy;
 use crate::wire::{CallAiResult, ErrorCode, ErrorEnvelope, SemanticStatus};
 use serde_json::Value;
 use std::sync::Arc;
@@ -99,7 +100,7 @@ pub(crate) enum Dispatch<'s> {
 pub(crate) async fn call<'run, T: Output>(
     state: &Arc<RunState>,
     request: AiRequest<T>,
-    lineage: Option<(String, RetryReason)>,
+    lineage: Option<Lineage>,
     dispatch: Dispatch<'_>,
 ) -> Result<Completion<'run, T>, AiFailure<'run>> {
     let call_index = state.next_call.fetch_add(1, Ordering::SeqCst);
@@ -113,7 +114,7 @@ pub(crate) async fn call<'run, T: Output>(
         output_tokens: None,
         usage_complete: None,
         status: String::new(),
-        retry_reason: lineage.as_ref().map(|(_, r)| r.as_str().to_owned()),
+        retry_reason: lineage.as_ref().map(|l| l.reason.as_str().to_owned()),
     };
     if request.require_retry_policy && !honoured && policy != RetryPolicy::HOST_DEFAULT {
         let e = ErrorEnvelope::new(
@@ -141,9 +142,14 @@ pub(crate) async fn call<'run, T: Output>(
     if honoured {
         wire.retry = policy.to_wire();
     }
-    if let Some((id, reason)) = lineage {
-        wire.retry_of_attempt_id = Some(id);
-        wire.retry_reason = Some(reason);
+    if let Some(lineage) = lineage {
+        // A host without `callAccounting` ignores the lineage fields: without these messages the
+        // retry could be the same request, and a host cache would return the same reply.
+        if state.caps.document().call_accounting.is_none() {
+            wire.messages.extend(lineage.corrective_messages());
+        }
+        wire.retry_of_attempt_id = Some(lineage.attempt_id);
+        wire.retry_reason = Some(lineage.reason);
     }
     let key = AttemptKey {
         run_id: state.run_id.clone(),

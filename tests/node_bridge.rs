@@ -1,0 +1,470 @@
+//! The Node bridge on a harness of openwop-app's contract (`tests/harness/openwop_host.mjs`), on
+//! both kinds of host: without `aiProviders.callAccounting` (openwop-app's public snapshot) and
+//! with it (RFC 0248).
+//!
+//! Each test builds the addons (`cargo build -p book-ai-addon -p wop-sdk-quickstart-addon`,
+//! debug), writes the pack folders with `pack` (Book AI through its command line, the quickstart
+//! through `wop_sdk::cli::pack::write_pack`), and runs nodes through the harness in a real
+//! Node process.
+
+#[allow(dead_code)]
+#[path = "quickstart.rs"]
+mod quickstart;
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use wop_sdk::cli::pack::{DEFAULT_TIMEOUT_MS, PackOptions, write_pack};
+use wop_sdk::wire::ErrorCode;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| Path::new(ROOT).join("target"), PathBuf::from)
+}
+
+fn addon_path(krate: &str) -> PathBuf {
+    target_dir().join("debug").join(format!(
+        "{}{}{}",
+        std::env::consts::DLL_PREFIX,
+        krate.replace('-', "_"),
+        std::env::consts::DLL_SUFFIX
+    ))
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    c.current_dir(ROOT);
+    c
+}
+
+/// The pack folders, written once per test process: `dir/community.demo.bookai/` (sibling addon),
+/// `dir/community.mybook.quickstart/`, and `single/community.demo.bookai/` (the single-file form).
+struct Packs {
+    dir: PathBuf,
+    single: PathBuf,
+}
+
+fn packs() -> &'static Packs {
+    static PACKS: OnceLock<Packs> = OnceLock::new();
+    PACKS.get_or_init(|| {
+        let built = cargo()
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "book-ai-addon",
+                "-p",
+                "wop-sdk-quickstart-addon",
+            ])
+            .status()
+            .expect("cargo runs");
+        assert!(built.success(), "the addons build");
+        let root = std::env::temp_dir().join(format!("wop-node-bridge-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (dir, single) = (root.join("packs"), root.join("single"));
+        for (out, single_file) in [(&dir, false), (&single, true)] {
+            let mut args = vec![
+                "run",
+                "--quiet",
+                "--example",
+                "book_ai",
+                "--",
+                "pack",
+                "--out",
+            ];
+            let out = out.to_str().expect("utf-8 path");
+            let addon = addon_path("book-ai-addon");
+            let addon = addon.to_str().expect("utf-8 path");
+            args.extend([
+                out,
+                "--addon",
+                addon,
+                "--provider",
+                "mock",
+                "--model",
+                "mock-1",
+            ]);
+            if single_file {
+                args.push("--single-file");
+            }
+            let packed = cargo().args(&args).output().expect("cargo runs");
+            assert!(
+                packed.status.success(),
+                "pack: {}",
+                String::from_utf8_lossy(&packed.stderr)
+            );
+        }
+        let options = PackOptions {
+            out: dir.clone(),
+            addon: addon_path("wop-sdk-quickstart-addon"),
+            single_file: false,
+            provider: Some("mock".into()),
+            model: Some("mock-1".into()),
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+        };
+        write_pack(&quickstart::pack(), &options).expect("the quickstart's pack folder");
+        Packs { dir, single }
+    })
+}
+
+/// Runs a scenario through the harness in a fresh Node process; answers its report.
+fn harness(scenario: &Value) -> Value {
+    let file = std::env::temp_dir().join(format!(
+        "wop-scenario-{}-{:x}.json",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::write(&file, scenario.to_string()).expect("scenario written");
+    let out = Command::new("node")
+        .arg(Path::new(ROOT).join("tests/harness/openwop_host.mjs"))
+        .arg(&file)
+        .env_remove("WOP_SDK_HOST_CAPABILITIES")
+        .output()
+        .expect("node runs (Node 20 is on every machine)");
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        out.status.success(),
+        "the harness's Node process ended with {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the report is JSON")
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+const PREFIXES: [&str; 2] = ["community.demo.", "community.mybook."];
+
+fn scenario(rfc0248: bool, steps: Value) -> Value {
+    json!({
+        "packsDir": packs().dir,
+        "prefixes": PREFIXES,
+        "rfc0248": rfc0248,
+        "steps": steps,
+    })
+}
+
+fn step<'a>(report: &'a Value, node: &str) -> &'a Value {
+    report["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["nodeId"] == node))
+        .unwrap_or_else(|| panic!("no step {node} in {report:#}"))
+}
+
+fn quickstart_steps() -> Value {
+    let fifty_words = vec!["word"; 50].join(" ");
+    json!([{
+        "nodeId": "draft", "typeId": "community.mybook.draft-scene",
+        "inputs": {"premise": "a lighthouse"},
+        "script": [
+            {"content": "not json", "usage": {"outputTokens": 5}},
+            {"content": {"text": "too short"}, "usage": {"outputTokens": 4}},
+            {"content": {"text": fifty_words}, "usage": {"outputTokens": 60}},
+        ],
+    }])
+}
+
+#[test]
+fn the_loader_mounts_only_configured_prefixes_and_finds_nodes_listed_in_pack_json() {
+    let report = harness(&json!({
+        "packsDir": packs().dir,
+        "steps": [{"nodeId": "x", "typeId": "community.demo.bookai.review-chapter", "inputs": {}}],
+    }));
+    // The host's default prefixes exclude `community.`: nothing is mounted.
+    assert_eq!(report["mounted"], json!([]));
+    assert_eq!(
+        step(&report, "x")["outcome"]["error"]["code"],
+        "node_type_unknown"
+    );
+    let report = harness(&scenario(
+        false,
+        json!([{"nodeId": "x", "typeId": "community.demo.bookai.no-such-node", "inputs": {}}]),
+    ));
+    assert_eq!(
+        report["mounted"],
+        json!(["community.demo.bookai", "community.mybook.quickstart"])
+    );
+    assert_eq!(
+        step(&report, "x")["outcome"]["error"]["code"],
+        "node_type_unknown"
+    );
+}
+
+#[test]
+fn the_quickstart_repair_is_a_new_provider_request_on_a_host_without_call_accounting() {
+    let report = harness(&scenario(false, quickstart_steps()));
+    let draft = step(&report, "draft");
+    assert_eq!(draft["outcome"]["status"], "success", "{draft:#}");
+    assert_eq!(
+        draft["outcome"]["outputs"]["text"]
+            .as_str()
+            .map(|t| t.split_whitespace().count()),
+        Some(50)
+    );
+    // The host retried the unparsable reply itself (2 requests); the node's deliberate retry
+    // was a third request, not a cache hit.
+    assert_eq!(draft["requests"], 3);
+    assert_eq!(report["cacheHits"], 0);
+    let repair = draft["messages"][2].as_array().expect("messages");
+    assert_eq!(
+        repair.len(),
+        3,
+        "the prompt, the rejected reply, the errors: {repair:#?}"
+    );
+    assert_eq!(repair[1]["role"], "assistant");
+    assert!(
+        repair[1]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("too short"))
+    );
+    assert!(
+        repair[2]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("`text` needs 50 words"))
+    );
+}
+
+#[test]
+fn the_quickstart_on_an_rfc_0248_host_sends_lineage_and_no_corrective_message() {
+    let report = harness(&scenario(true, quickstart_steps()));
+    let draft = step(&report, "draft");
+    assert_eq!(draft["outcome"]["status"], "success", "{draft:#}");
+    assert_eq!(draft["requests"], 3);
+    // The host knows the lineage fields (its cache key has them): the retry is the same prompt.
+    assert_eq!(draft["messages"][2].as_array().map(Vec::len), Some(1));
+}
+
+/// Book AI's three nodes, chained as the local demo chains them, with the bundled script split
+/// per node (the harness serves each node its own script).
+fn book_steps() -> Value {
+    let script: Value = serde_json::from_str(include_str!("../examples/book_ai/script.json"))
+        .expect("the bundled script");
+    let s = script.as_array().expect("steps");
+    json!([
+        {"nodeId": "outline", "typeId": "community.demo.bookai.plan-outline",
+         "inputs": {"premise": "A lighthouse keeper's daughter finds the keeper's ledger torn on the night the light goes out.",
+                    "chapters": 1, "scenesPerChapter": 2},
+         "script": s[0..2]},
+        {"nodeId": "draft-1", "typeId": "community.demo.bookai.draft-scene",
+         "inputs": {"chapter": {"$output": "outline", "pointer": "/chapters/0"}, "minWords": 60},
+         "script": s[2..6]},
+        {"nodeId": "review-1", "typeId": "community.demo.bookai.review-chapter",
+         "inputs": {"draft": {"$output": "draft-1"}},
+         "script": s[6..7]},
+    ])
+}
+
+fn figures(report: &Value) -> Vec<(String, u64, u64, bool)> {
+    report["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| {
+            (
+                s["nodeId"].as_str().unwrap_or("").to_owned(),
+                s["requests"].as_u64().unwrap_or(0),
+                s["outputTokens"].as_u64().unwrap_or(0),
+                s["usageComplete"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn book_ai_on_an_rfc_0248_host_has_the_local_hosts_figures() {
+    let report = harness(&scenario(true, book_steps()));
+    for node in ["outline", "draft-1", "review-1"] {
+        assert_eq!(
+            step(&report, node)["outcome"]["status"],
+            "success",
+            "{report:#}"
+        );
+    }
+    // tests/book_ai.rs pins the local host's figures: the same here. The host reports
+    // `attempts`, so the draft node is charged 2 + 2 and scene 2 (worst case 3) is refused
+    // before dispatch, as locally.
+    let local = [
+        ("outline", 2, 40, false),
+        ("draft-1", 4, 30 + 180 + 600 + 820, true),
+        ("review-1", 1, 150, true),
+    ];
+    let expected: Vec<_> = local
+        .iter()
+        .map(|(n, r, t, c)| ((*n).to_owned(), *r, *t, *c))
+        .collect();
+    assert_eq!(figures(&report), expected);
+    let scenes = &step(&report, "draft-1")["outcome"]["outputs"]["scenes"];
+    assert_eq!(scenes[0]["repaired"], true);
+    assert!(
+        scenes[1]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("budget_exhausted"))
+    );
+}
+
+#[test]
+fn book_ai_on_openwop_apps_public_snapshot_differs_only_where_its_rules_do() {
+    let report = harness(&scenario(false, book_steps()));
+    for node in ["outline", "draft-1", "review-1"] {
+        assert_eq!(
+            step(&report, node)["outcome"]["status"],
+            "success",
+            "{report:#}"
+        );
+    }
+    let f = figures(&report);
+    // The outline and the review: as on the local host (the host's loop is the same for them).
+    assert_eq!(f[0], ("outline".to_owned(), 2, 40, false));
+    assert_eq!(f[2], ("review-1".to_owned(), 1, 150, true));
+    // The draft differs, and this is why: the host reports no `attempts`, so each structured
+    // call is charged its worst case, 4 (3 requests and the natural-language fallback). Scene 1's
+    // first call (2 real requests) leaves 2 of the node's 6, so its repair (worst case 4) is
+    // refused before dispatch and scene 1 becomes a placeholder; so is scene 2.
+    assert_eq!(f[1], ("draft-1".to_owned(), 2, 30 + 180, true));
+    let scenes = &step(&report, "draft-1")["outcome"]["outputs"]["scenes"];
+    for scene in scenes.as_array().expect("scenes") {
+        assert_eq!(scene["placeholder"], true, "{scene:#}");
+        assert!(
+            scene["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("budget_exhausted"))
+        );
+    }
+    assert_eq!(
+        step(&report, "review-1")["outcome"]["outputs"]["placeholders"],
+        2
+    );
+}
+
+#[test]
+fn the_single_file_form_survives_a_registry_install() {
+    let report = harness(&json!({
+        "packsDir": packs().single,
+        "prefixes": PREFIXES,
+        "install": true,
+        "steps": [{"nodeId": "review-1", "typeId": "community.demo.bookai.review-chapter",
+                   "inputs": {"draft": {"number": 1, "scenes": []}},
+                   "script": [{"content": "Fine.", "usage": {"outputTokens": 2}}]}],
+    }));
+    let review = step(&report, "review-1");
+    assert_eq!(review["outcome"]["status"], "success", "{review:#}");
+    assert_eq!(review["outcome"]["outputs"]["notes"], "Fine.");
+}
+
+/// A malformed host answer: a clear node failure with a code, and the Node process lives on.
+fn malformed(answers: Value, config: Value) -> Value {
+    let report = harness(&scenario(
+        false,
+        json!([
+            {"nodeId": "bad", "typeId": "community.mybook.draft-scene",
+             "inputs": {"premise": "p"}, "config": config, "hostAnswers": answers},
+            // The same process then runs a node normally.
+            {"nodeId": "after", "typeId": "community.demo.bookai.review-chapter",
+             "inputs": {"draft": {"number": 1, "scenes": []}},
+             "script": [{"content": "Fine.", "usage": {"outputTokens": 2}}]},
+        ]),
+    ));
+    assert_eq!(step(&report, "after")["outcome"]["status"], "success");
+    step(&report, "bad")["outcome"].clone()
+}
+
+#[test]
+fn a_result_without_data_fails_the_node_with_a_code() {
+    let ok = json!({"usage": {"outputTokens": 1}, "finishReason": "stop", "model": "m"});
+    let outcome = malformed(json!([{"result": ok}]), json!({}));
+    assert_eq!(outcome["status"], "failure");
+    assert_eq!(
+        outcome["error"]["code"],
+        ErrorCode::NodeFailed.as_str(),
+        "{outcome:#}"
+    );
+    assert!(
+        outcome["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no `data`"))
+    );
+}
+
+#[test]
+fn a_result_of_the_wrong_types_fails_the_node_with_protocol_error() {
+    for bad in [
+        json!("a string"),
+        json!({"data": {"text": "x"}, "usage": {"outputTokens": "many"}}),
+        json!(null),
+    ] {
+        let outcome = malformed(json!([{"result": bad}]), json!({}));
+        assert_eq!(outcome["status"], "failure");
+        assert_eq!(
+            outcome["error"]["code"],
+            ErrorCode::ProtocolError.as_str(),
+            "{bad}: {outcome:#}"
+        );
+    }
+}
+
+#[test]
+fn a_thrown_non_error_fails_the_node_with_protocol_error() {
+    for thrown in [json!("boom"), json!(42), json!({"no": "code"})] {
+        let outcome = malformed(json!([{"throwValue": thrown}]), json!({}));
+        assert_eq!(
+            outcome["error"]["code"],
+            ErrorCode::ProtocolError.as_str(),
+            "{thrown}: {outcome:#}"
+        );
+    }
+}
+
+#[test]
+fn a_host_error_keeps_its_code_behind_the_sdks() {
+    let outcome = malformed(
+        json!([{"throwError": {"message": "429 from upstream, key sk-123", "code": "provider_rate_limited"}}]),
+        json!({}),
+    );
+    assert_eq!(
+        outcome["error"]["code"],
+        ErrorCode::UpstreamUnavailable.as_str(),
+        "{outcome:#}"
+    );
+    assert!(
+        !outcome.to_string().contains("sk-123"),
+        "the host's message stays private"
+    );
+}
+
+#[test]
+fn a_call_that_never_settles_fails_at_the_nodes_timeout() {
+    let started = std::time::Instant::now();
+    let outcome = malformed(json!([{"hang": true}]), json!({"timeoutMs": 300}));
+    assert_eq!(
+        outcome["error"]["code"],
+        ErrorCode::UpstreamUnavailable.as_str(),
+        "{outcome:#}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn a_provider_from_the_node_configuration_wins_and_the_host_may_refuse_it() {
+    let report = harness(&json!({
+        "packsDir": packs().dir,
+        "prefixes": PREFIXES,
+        "steps": [{"nodeId": "q", "typeId": "community.mybook.draft-scene",
+                   "inputs": {"premise": "p"}, "config": {"provider": "other"},
+                   "script": []}],
+    }));
+    // The node's configuration wins over the pack's default; the host refuses that provider.
+    let outcome = &step(&report, "q")["outcome"];
+    assert_eq!(
+        outcome["error"]["code"],
+        ErrorCode::CapabilityNotProvided.as_str(),
+        "{outcome:#}"
+    );
+    assert_eq!(step(&report, "q")["requests"], 0);
+}

@@ -1,0 +1,128 @@
+//! One node execution requested by the generated `index.mjs`.
+
+use crate::host::{JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use wop_sdk::RunId;
+use wop_sdk::manifest::Pack;
+use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope};
+
+/// The version of the contract between the addon and the generated `index.mjs` (the JSON
+/// shapes of [`run_node`] and [`JsCallAi`]). `index.mjs` refuses an addon of another version.
+pub const ABI_VERSION: u32 = 1;
+
+/// The `pack.json` of each pack, as a JSON array.
+pub fn manifests_json(packs: &[Pack]) -> String {
+    Value::Array(packs.iter().map(Pack::manifest).collect()).to_string()
+}
+
+fn failure(error: &ErrorEnvelope) -> String {
+    let mut e = json!({"code": error.error.as_str(), "message": error.message});
+    if let Some(details) = &error.details {
+        e["details"] = details.clone();
+    }
+    json!({"status": "failure", "error": e}).to_string()
+}
+
+fn request_error(field: &str, rule: &str) -> String {
+    failure(
+        &ErrorEnvelope::new(
+            ErrorCode::ProtocolError,
+            format!("the bridge's request: `{field}` {rule}"),
+        )
+        .with_detail("field", field),
+    )
+}
+
+fn opt_string(request: &Value, pointer: &str) -> Result<Option<String>, String> {
+    match request.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(request_error(
+            pointer.trim_start_matches('/').replace('/', ".").as_str(),
+            "must be a string",
+        )),
+    }
+}
+
+/// Runs one node of `packs` and answers its outcome as JSON text.
+///
+/// `request` (JSON text, made by `index.mjs`):
+/// `{"typeId", "runId", "nodeId", "inputs", "config": {"provider"?, "model"?},
+///   "defaults": {"provider"?, "model"?}, "capabilities": <capability document> | null}`.
+/// `capabilities: null` means [`OPENWOP_APP_SNAPSHOT`].
+///
+/// The answer: `{"status": "success", "outputs": <the node's output>}` or
+/// `{"status": "failure", "error": {"code", "message", "details"?}}`. It never panics and
+/// never fails to answer: a malformed request is a `protocol_error` naming the field.
+pub async fn run_node(packs: &[Pack], request: &str, call: Arc<dyn JsCallAi>) -> String {
+    let request: Value = match serde_json::from_str(request) {
+        Ok(v) => v,
+        Err(e) => return request_error("request", &format!("is not JSON: {e}")),
+    };
+    let strings = (|| {
+        Ok::<_, String>((
+            opt_string(&request, "/typeId")?,
+            opt_string(&request, "/runId")?,
+            opt_string(&request, "/nodeId")?,
+            opt_string(&request, "/config/provider")?,
+            opt_string(&request, "/config/model")?,
+            opt_string(&request, "/defaults/provider")?,
+            opt_string(&request, "/defaults/model")?,
+        ))
+    })();
+    let (type_id, run_id, node_id, provider, model, default_provider, default_model) = match strings
+    {
+        Ok(s) => s,
+        Err(answer) => return answer,
+    };
+    let Some(type_id) = type_id else {
+        return request_error("typeId", "is required");
+    };
+    let Some(node) = packs.iter().find_map(|p| p.find(&type_id)) else {
+        let known: Vec<&str> = packs.iter().flat_map(Pack::type_ids).collect();
+        return failure(&ErrorEnvelope::validation(
+            "typeId",
+            format!(
+                "`{type_id}` is not a node of this addon (its nodes: {})",
+                known.join(", ")
+            ),
+        ));
+    };
+    let document = match request.get("capabilities") {
+        None | Some(Value::Null) => CapabilityDocument::from_json(
+            &serde_json::from_str(OPENWOP_APP_SNAPSHOT).unwrap_or(Value::Null),
+        ),
+        Some(doc) => CapabilityDocument::from_json(doc),
+    };
+    let document = match document {
+        Ok(d) => d,
+        Err(e) => {
+            return failure(
+                &ErrorEnvelope::new(
+                    ErrorCode::ProtocolError,
+                    format!("WOP_SDK_HOST_CAPABILITIES is not a usable capability document: {e}"),
+                )
+                .with_detail("field", format!("WOP_SDK_HOST_CAPABILITIES.{}", e.field)),
+            );
+        }
+    };
+    let config = NodeConfig {
+        provider: provider.or(default_provider),
+        model: model.or(default_model),
+    };
+    let host = Arc::new(JsHost::new(call, document, config));
+    let input = request.get("inputs").cloned().unwrap_or(Value::Null);
+    let outcome = wop_sdk::node::execute(
+        host,
+        RunId::new(run_id.unwrap_or_else(|| "run".to_owned())),
+        node_id.as_deref().unwrap_or(&type_id),
+        node,
+        input,
+    )
+    .await;
+    match outcome.result {
+        Ok(outputs) => json!({"status": "success", "outputs": outputs}).to_string(),
+        Err(error) => failure(&error),
+    }
+}
