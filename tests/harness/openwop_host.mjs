@@ -17,7 +17,7 @@
 // }
 // A step's `inputs` may hold {"$output": "<nodeId>", "pointer": "/json/pointer"}: the output of
 // an earlier step. `script` is the mock provider's replies for that node, one per provider request
-// (the wop-sdk script format: content, usage | false, finishReason, error, hang). `hostAnswers`
+// (the wop-sdk script format: content or chunks, usage | false, finishReason, error, hang). `hostAnswers`
 // replaces callAI itself with scripted answers (malformed-host tests): {result}, {throwValue},
 // {throwError: {message, code?}}, {hang: true}.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -121,7 +121,10 @@ class MockProvider {
     if (step === undefined) throw new AiProviderError('provider_unavailable', `mock: no scripted reply ${i} for ${nodeId}`);
     if (step.hang) return new Promise(() => {});
     if (step.error) throw new AiProviderError('provider_unavailable', String(step.error));
-    let content = typeof step.content === 'string' ? step.content : JSON.stringify(step.content ?? '');
+    // A streamed step's chunks are one reply to a host that answers whole replies.
+    let content = Array.isArray(step.chunks)
+      ? step.chunks.join('')
+      : typeof step.content === 'string' ? step.content : JSON.stringify(step.content ?? '');
     let finishReason = step.finishReason ?? 'stop';
     let usage = step.usage === false ? undefined : { inputTokens: step.usage?.inputTokens ?? 10, outputTokens: step.usage?.outputTokens ?? 0 };
     // The wop-sdk mock's rule: reported tokens are clamped to maxTokens, and a reply longer than
