@@ -41,12 +41,15 @@
 //! }
 //! ```
 
+mod args;
+mod inputs;
 mod output;
 pub mod pack;
 mod progress;
 mod provider;
 mod render;
 pub mod report;
+mod run;
 #[cfg(test)]
 mod tests;
 mod trace;
@@ -54,11 +57,13 @@ mod trace;
 use crate::budget::Estimate;
 use crate::caps::Capabilities;
 use crate::host::RunId;
-use crate::journal::{Journal, MemoryJournal};
+use crate::journal::Journal;
 use crate::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 use crate::manifest::Pack;
 use crate::node::{DynNode, NodeOutcome};
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use args::{Cli, Command, RunArgs, command_for};
+use clap::FromArgMatches;
+use inputs::{Input, JournalUse, find, open_journal, plan_of, read_input};
 use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
 pub use progress::{
     Progress, WatchedProvider, colors_wanted, elapsed_column, progress_line, reply_line,
@@ -69,7 +74,7 @@ use render::{conformance_table, render_events, render_outcome};
 use serde_json::{Map, Value, json};
 use std::fmt;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -102,151 +107,6 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
-}
-
-/// The provider script's format, shown by `run --help`.
-const SCRIPT_HELP: &str = "\
-Provider script (--script FILE, or the input's `script` field): a JSON array of steps, served
-in order, one per provider request:
-
-  [ {\"content\": {\"title\": \"The Ledger\"}, \"usage\": {\"inputTokens\": 210, \"outputTokens\": 40}},
-    {\"content\": \"Sure! Here is\", \"usage\": false},
-    {\"content\": {\"text\": \"...\"}, \"usage\": {\"outputTokens\": 900}},
-    {\"finishReason\": \"content-filter\", \"content\": \"I can't help with that.\"},
-    {\"error\": \"503 from upstream\"} ]
-
-  content       a string, sent as is, or any other JSON value, sent as its JSON text
-  usage         {inputTokens?, outputTokens?}, or false for a reply that reports none
-  finishReason  stop (default), length, content-filter
-  mode          native or prompt: the structured-output mode the reply declares
-  error         the provider answers with this error; nothing is generated
-  hang          true: the reply never comes (the host's timeout ends the call)
-
-Each reported outputTokens is clamped to the request's maxTokens; a reply declaring more is
-served truncated (finishReason length), which makes the host's budget growth visible.
-
-Output: progress on standard error (elapsed time per line; a live indicator on a terminal;
-colours only on a terminal and never with NO_COLOR set), the result on standard output.
-A figure the host did not report is written `unknown` (`null` in --json), never 0.";
-
-const EXIT_HELP: &str = "\
-Exit codes: 0 success; 1 a run that failed or would not fit its budget, or a conformance leg
-that did not pass; 2 a usage error. A closed standard output (`| head`) ends the command quietly.";
-
-#[derive(Debug, Parser)]
-#[command(disable_help_subcommand = true, after_help = EXIT_HELP)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    /// More tracing on standard error (-v info, -vv debug, -vvv trace); `RUST_LOG` wins.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
-    verbose: u8,
-}
-
-#[derive(Debug, Args)]
-#[group(required = true, multiple = false)]
-struct InputArgs {
-    /// A JSON file with the input.
-    #[arg(long, value_name = "FILE")]
-    input: Option<PathBuf>,
-    /// The input as JSON text.
-    #[arg(long, value_name = "JSON")]
-    input_json: Option<String>,
-}
-
-/// The arguments of `run`.
-#[derive(Debug, Args)]
-struct RunArgs {
-    /// The node's type id.
-    #[arg(long, value_name = "TYPE_ID")]
-    node: String,
-    #[command(flatten)]
-    input: InputArgs,
-    /// The provider script (JSON, format below); otherwise the input's `script` field.
-    #[arg(long, value_name = "FILE")]
-    script: Option<PathBuf>,
-    /// Record the run in this SQLite journal (created when missing), for `events` and
-    /// `replay`; in memory otherwise.
-    #[arg(long, value_name = "PATH")]
-    journal: Option<PathBuf>,
-    /// Also draw estimate against actual (requests, output tokens, budget) as an SVG file.
-    #[arg(long, value_name = "FILE.svg")]
-    report: Option<PathBuf>,
-    /// Print one JSON object instead of text (no progress).
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    provider: ProviderArgs,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Print pack.json.
-    Manifest,
-    /// Worst-case provider requests and output tokens per node (input: `{typeId: input, ...}`).
-    Estimate {
-        #[command(flatten)]
-        input: InputArgs,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run one node on the local host, with a scripted provider or an OpenAI-compatible server.
-    #[command(after_long_help = SCRIPT_HELP)]
-    Run(RunArgs),
-    /// Print a recorded run's events.
-    Events {
-        /// The run.
-        run_id: String,
-        /// The journal the run was recorded in.
-        #[arg(long, value_name = "PATH")]
-        journal: PathBuf,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Run the eight RFC 0248 conformance legs against the embedded local host.
-    Conformance {
-        /// Record the legs' runs in this SQLite journal (created when missing); in memory otherwise.
-        #[arg(long, value_name = "PATH")]
-        journal: Option<PathBuf>,
-        /// Advertise neither `callAccounting` flag: every leg is then skipped by design, which
-        /// passes (exit 0).
-        #[arg(long)]
-        older_host: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Write the folder a host that loads JavaScript packs (openwop-app) mounts.
-    Pack(pack::PackOptions),
-    /// Replay a recorded run: every call served from its recorded outcome.
-    Replay {
-        /// The run.
-        run_id: String,
-        /// The journal the run was recorded in.
-        #[arg(long, value_name = "PATH")]
-        journal: PathBuf,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-/// The argument parser, named after `pack` (`--version` prints the pack's name and version).
-fn command_for(pack: &Pack) -> clap::Command {
-    Cli::command()
-        .about(format!(
-            "{} {}: an OpenWOP node pack's command line",
-            pack.name(),
-            pack.version()
-        ))
-        .name(pack.name().to_owned())
-        .version(format!(
-            "{} (wop-sdk {})",
-            pack.version(),
-            env!("CARGO_PKG_VERSION")
-        ))
 }
 
 /// A line on standard error; a closed standard error is not worth a panic.
@@ -323,7 +183,7 @@ async fn dispatch(
                 .map(|p| Script::from_file(p).map_err(|e| CliError::usage(format!("--script {e}"))))
                 .transpose()?;
             let journal = open_journal(args.journal.as_deref(), JournalUse::Record)?;
-            run(node, input, script, journal, &args, color, out).await
+            run::run(node, input, script, journal, &args, color, out).await
         }
         Command::Events {
             run_id,
@@ -407,117 +267,6 @@ async fn conformance(
     }
 }
 
-/// What a command does with its journal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum JournalUse {
-    /// `run`: create the file when missing, record the run.
-    Record,
-    /// `events`: read an existing journal, never modify it.
-    Read,
-    /// `replay`: an existing journal, to which the replay fork is added.
-    Replay,
-}
-
-/// The journal behind `--journal PATH` (SQLite, durable); in memory without one.
-fn open_journal(path: Option<&Path>, usage: JournalUse) -> Result<Arc<dyn Journal>, CliError> {
-    let Some(path) = path else {
-        return Ok(Arc::new(MemoryJournal::new()));
-    };
-    let origin = format!("--journal {}", path.display());
-    #[cfg(feature = "sqlite")]
-    {
-        use crate::journal::SqliteJournal;
-        if usage != JournalUse::Record && !path.exists() {
-            return Err(CliError::usage(format!(
-                "{origin}: no such journal file (record a run into it with `run --journal`)"
-            )));
-        }
-        let opened = if usage == JournalUse::Read {
-            SqliteJournal::open_read_only(path)
-        } else {
-            SqliteJournal::open(path)
-        };
-        opened
-            .map(|j| Arc::new(j) as Arc<dyn Journal>)
-            .map_err(|e| CliError::usage(format!("{origin}: {e}")))
-    }
-    #[cfg(not(feature = "sqlite"))]
-    {
-        let _ = usage;
-        Err(CliError::usage(format!(
-            "{origin}: this build has no durable journal (enable the `sqlite` feature of wop-sdk)"
-        )))
-    }
-}
-
-fn find<'p>(pack: &'p Pack, type_id: &str) -> Result<&'p dyn DynNode, CliError> {
-    pack.find(type_id).ok_or_else(|| {
-        CliError::usage(format!(
-            "--node {type_id}: no such node in the pack `{}` (its nodes: {})",
-            pack.name(),
-            pack.type_ids().join(", ")
-        ))
-    })
-}
-
-/// An input with where it came from, for error messages.
-#[derive(Debug)]
-struct Input {
-    value: Value,
-    origin: String,
-}
-
-fn read_input(args: &InputArgs) -> Result<Input, CliError> {
-    match (&args.input, &args.input_json) {
-        (Some(path), _) => {
-            let origin = format!("--input {}", path.display());
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::usage(format!("{origin}: cannot read the file: {e}")))?;
-            let value = parse_json(&text, &origin)?;
-            Ok(Input { value, origin })
-        }
-        (None, Some(text)) => {
-            let origin = "--input-json".to_owned();
-            let value = parse_json(text, &origin)?;
-            Ok(Input { value, origin })
-        }
-        (None, None) => Err(CliError::usage(
-            "an input is required: --input FILE or --input-json JSON",
-        )),
-    }
-}
-
-fn parse_json(text: &str, origin: &str) -> Result<Value, CliError> {
-    serde_json::from_str(text).map_err(|e| {
-        CliError::usage(format!(
-            "{origin}: not valid JSON at line {} column {}: {e}",
-            e.line(),
-            e.column()
-        ))
-    })
-}
-
-/// Checks `input` against `node`'s input type, naming the origin and the field.
-fn plan_of(
-    node: &dyn DynNode,
-    input: &Value,
-    origin: &str,
-    prefix: &str,
-) -> Result<crate::budget::CallPlan, CliError> {
-    node.plan_json(input).map_err(|e| {
-        let field = e.field().unwrap_or("input").to_owned();
-        let field = match field.strip_prefix("input") {
-            Some(rest) if !prefix.is_empty() => format!("{prefix}{rest}"),
-            _ if !prefix.is_empty() => format!("{prefix}.{field}"),
-            _ => field,
-        };
-        CliError::usage(format!("{origin}: field `{field}`: {}", e.message))
-    })
-}
-
-/// The provider behind `run` and `replay`: the one place it is chosen (provider flags, added to
-/// [`RunArgs`], pick another here). The local host's scripted provider serves the `--script`
-/// file or the input's `script`; a replay sends nothing. Whatever it is, [`host_with`] watches it.
 /// The scripted provider, for `replay` (a replay asks no provider) and `run --provider script`.
 fn scripted() -> Chosen {
     let mock = ScriptedProvider::default();
@@ -528,7 +277,8 @@ fn scripted() -> Chosen {
     }
 }
 
-/// The provider `run`'s flags choose.
+/// The provider `run`'s flags choose: the one place it is chosen. Whatever it is, [`host_with`]
+/// watches it.
 fn provider(args: &ProviderArgs) -> Result<Chosen, CliError> {
     // Refuses flags that only an OpenAI-compatible server uses with the scripted provider.
     args.host_builder()?;
@@ -649,97 +399,6 @@ fn fits(estimate: &Estimate) -> Result<(), CliError> {
             over.join("; ")
         )))
     }
-}
-
-async fn run(
-    node: &dyn DynNode,
-    input: Input,
-    script: Option<Script>,
-    journal: Arc<dyn Journal>,
-    args: &RunArgs,
-    color: bool,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
-    let plan = plan_of(node, &input.value, &input.origin, "")?;
-    let chosen = provider(&args.provider)?;
-    if !args.provider.is_script() && script.is_some() {
-        return Err(CliError::usage(
-            "--script serves the scripted provider: drop it, or drop `--provider openai`",
-        ));
-    }
-    if args.provider.is_script() && script.is_none() && input.value.get("script").is_none() {
-        return Err(CliError::usage(format!(
-            "{}: no provider script: pass --script FILE (or a `script` field in the input, for a \
-             node that takes one; the format is in `run --help`), or use `--provider openai` for \
-             an OpenAI-compatible server",
-            input.origin
-        )));
-    }
-    let progress = if args.json {
-        Progress::hidden()
-    } else {
-        Progress::stderr()
-    };
-    let sent = SentLog::default();
-    let host = host_with(journal, chosen, &progress, &sent);
-    let caps = Capabilities::negotiate(host.capabilities());
-    let mut estimate = Estimate::new(&caps);
-    let s = node.spec();
-    let node_id = "main";
-    estimate.add_node(
-        &caps,
-        Some(host.config().provider_max_tokens),
-        node_id,
-        s.type_id,
-        s.max_calls,
-        &plan,
-    );
-    progress.text(&estimate_table(&estimate));
-    fits(&estimate).map_err(|e| CliError::failed(format!("refusing to start: {e}")))?;
-    progress.text("Progress");
-    let options = RunOptions {
-        node_id: Some(node_id.to_owned()),
-        script,
-        ..RunOptions::default()
-    };
-    let outcome = host.run_with(node, input.value, options).await;
-    progress.finish();
-    let provider = sent.of(node_id);
-    if let Some(path) = &args.report {
-        let chart = chart_of(&outcome, &estimate, provider, s.type_id);
-        chart.save(path).map_err(|e| {
-            CliError::failed(format!("--report {}: cannot write: {e}", path.display()))
-        })?;
-    }
-    print_outcome(&outcome, provider, Some(&estimate), args.json, color, out)
-}
-
-/// The picture of one node's run: its estimate against what the provider received.
-fn chart_of(o: &NodeOutcome, estimate: &Estimate, sent: Sent, type_id: &str) -> report::Chart {
-    let e = estimate.nodes.iter().find(|n| n.node_id == o.node_id);
-    report::Chart {
-        title: format!("{type_id}: estimate against actual (run {})", o.run_id),
-        rows: vec![report::ChartRow {
-            node_id: o.node_id.clone(),
-            estimate_requests: e.map_or(0, |n| n.requests),
-            requests: Some(sent.requests),
-            estimate_output_tokens: e.map_or(0, |n| n.output_tokens),
-            output_tokens: Some(sent.output_tokens),
-            output_tokens_floor: !sent.usage_complete,
-            budget_used: o.budget.used,
-            max_calls: o.budget.max_calls,
-            held_back: held_back(&o.calls),
-        }],
-    }
-}
-
-/// Calls the node's budget refused before dispatch.
-fn held_back(calls: &[crate::node::CallReport]) -> u32 {
-    let n = calls
-        .iter()
-        .filter(|c| c.status == crate::wire::ErrorCode::BudgetExhausted.as_str())
-        .count();
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn print_outcome(

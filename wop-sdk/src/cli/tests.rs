@@ -1,6 +1,9 @@
 //! Argument and input-file errors: each names the file, the field and the rule.
 
+use super::args::InputArgs;
 use super::*;
+use clap::Parser;
+use std::path::PathBuf;
 
 fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
     Cli::try_parse_from(std::iter::once("pack").chain(args.iter().copied()))
