@@ -1,0 +1,154 @@
+//! Events: v2 serialization, v1 spellings read, every rule naming its field.
+
+use super::*;
+use std::time::Duration;
+
+#[test]
+fn timestamps_are_rfc3339_utc() {
+    assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    let t = UNIX_EPOCH + Duration::from_millis(1_709_164_800_123); // a leap day
+    assert_eq!(rfc3339(t), "2024-02-29T00:00:00.123Z");
+    let t = UNIX_EPOCH + Duration::from_secs(4_102_444_799); // last second of 2099
+    assert_eq!(rfc3339(t), "2099-12-31T23:59:59.000Z");
+}
+
+#[test]
+fn event_ids_are_opaque_ids_and_differ() {
+    let a = event_id("local/0123456789abcdef", 0);
+    assert_eq!(grammar::opaque_id_problem(&a), None);
+    assert_ne!(a, event_id("local/0123456789abcdef", 1));
+    assert_ne!(a, event_id("local/0123456789abcdee", 0));
+}
+
+#[test]
+fn v1_names_become_v2_names() {
+    for (v1, v2) in [
+        ("envelope.retry.exhausted", "envelope.retry-exhausted"),
+        (
+            "envelope.nlToFormat.engaged",
+            "envelope.nl-to-format-engaged",
+        ),
+        ("envelope.retry-attempted", "envelope.retry-attempted"),
+        ("agent.toolCalled", "agent.tool-called"),
+        ("run.dead_lettered", "run.dead-lettered"),
+        ("node.completed", "node.completed"),
+        ("core.dispatch.fanOut", "dispatch.fanned-out"),
+    ] {
+        assert_eq!(normalize_type(v1), v2);
+    }
+}
+
+#[test]
+fn the_first_payloads_are_read_as_v2() {
+    let done = Event::from_parts("node.completed", &json!({"nodeId": "n", "output": 3}));
+    assert_eq!(
+        done.map(|e| e.payload()).ok(),
+        Some(json!({"nodeId": "n", "outputs": {"output": 3}}))
+    );
+    let failed = Event::from_parts(
+        "node.failed",
+        &json!({"nodeId": "n", "error": {"error": "budget_exhausted", "message": "m"}}),
+    );
+    assert_eq!(
+        failed.map(|e| e.payload()).ok(),
+        Some(json!({"nodeId": "n", "error": {"code": "budget_exhausted", "message": "m"}}))
+    );
+    let retry = Event::from_parts(
+        "envelope.retry.attempted",
+        &json!({"nodeId": "n", "attempt": 2, "reason": "provider-error"}),
+    );
+    assert_eq!(
+        retry.map(|e| e.payload()["reason"].clone()).ok(),
+        Some(json!(PROVIDER_FAILURE_REASON))
+    );
+    let cut = Event::from_emitted(
+        kind::TRUNCATED,
+        &json!({"nodeId": "n", "provider": "mock", "model": "m", "stopReason": "length"}),
+    );
+    assert_eq!(
+        cut.map(|e| e.payload()["stopReason"].clone()).ok(),
+        Some(json!("max_tokens"))
+    );
+}
+
+#[test]
+fn a_broken_payload_names_the_field() {
+    for (kind, payload, field) in [
+        (
+            "provider.usage",
+            json!({"model": "m", "outputTokens": 1}),
+            "payload.provider",
+        ),
+        (
+            "envelope.retry-attempted",
+            json!({"nodeId": "n", "attempt": 2, "reason": "because"}),
+            "payload.reason",
+        ),
+        (
+            "envelope.truncated",
+            json!({"nodeId": "n", "provider": "p", "model": "m", "stopReason": "cut"}),
+            "payload.stopReason",
+        ),
+        (
+            "node.failed",
+            json!({"nodeId": "n", "error": {"message": "m"}}),
+            "payload.error.code",
+        ),
+        (
+            "node.completed",
+            json!({"nodeId": "n", "outputs": 3}),
+            "payload.outputs",
+        ),
+    ] {
+        let e = Event::from_parts(kind, &payload).err();
+        assert_eq!(e.map(|e| e.field), Some(field.to_owned()), "{kind}");
+    }
+}
+
+#[test]
+fn an_unknown_type_is_kept() {
+    let e = Event::from_parts("vendor.thing-happened", &json!({"x": 1}));
+    assert_eq!(
+        e.as_ref().map(Event::kind).ok(),
+        Some("vendor.thing-happened")
+    );
+    assert_eq!(e.map(|e| e.payload()).ok(), Some(json!({"x": 1})));
+}
+
+#[test]
+fn the_wrapper_is_v2_and_reads_back() {
+    let ev = RunEvent::new(
+        "local/0123456789abcdef",
+        0,
+        "2026-12-03T09:00:00.000Z".into(),
+        Event::NodeStarted(NodeStarted {
+            node_id: "n".into(),
+            type_id: "community.demo.x".into(),
+            attempt: None,
+        }),
+    );
+    let json = ev.to_json();
+    let keys: Vec<&str> = json
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let mut keys = keys;
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "eventId",
+            "nodeId",
+            "payload",
+            "runId",
+            "schemaVersion",
+            "sequence",
+            "timestamp",
+            "type"
+        ]
+    );
+    assert_eq!(RunEvent::from_json(&json).ok(), Some(ev));
+    let old = RunEvent::from_json(&json!({"seq": 1, "runId": "r", "type": "node.started",
+        "payload": {"nodeId": "n", "typeId": "t.x"}}));
+    assert_eq!(old.map(|e| e.sequence).ok(), Some(0));
+}
