@@ -225,3 +225,36 @@ fn a_permanent_provider_error_ends_the_call() {
     ));
     assert_eq!(l.count(), 1);
 }
+
+#[test]
+fn no_exhaustion_is_reported_when_no_request_reached_a_provider() {
+    let mut l = looped(None, false);
+    let mut signals = Vec::new();
+    let mut emit = |s| signals.push(s);
+    let mut end = None;
+    for _ in 0..3 {
+        l.next(&mut emit);
+        let refused = Observed::ProviderError {
+            transient: true,
+            reached: false,
+            retry_after: Some(Duration::ZERO),
+            cause: "connection refused".into(),
+        };
+        end = l.observe(refused, &mut emit);
+    }
+    assert!(matches!(
+        end,
+        Some(End::Failed {
+            code: ErrorCode::UpstreamUnavailable,
+            ..
+        })
+    ));
+    // `retry-exhausted.totalAttempts` is at least 1: with no attempt there is no event.
+    assert!(
+        !signals
+            .iter()
+            .any(|s| matches!(s, Signal::RetryExhausted { .. })),
+        "{signals:?}"
+    );
+    assert_eq!((l.count(), l.sent()), (0, 3));
+}
