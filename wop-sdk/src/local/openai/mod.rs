@@ -170,19 +170,20 @@ impl OpenAiProvider {
         c.max_reply_bytes = self.config.reply_limit();
     }
 
-    async fn exchange(
+    /// Sends one request body and returns the response of a successful status; any other
+    /// status is the provider's error (transient or not), its body's start kept privately.
+    async fn post(
         &self,
-        request: &ProviderRequest,
+        bytes: Vec<u8>,
+        accept: &'static str,
         span: &tracing::Span,
-    ) -> Result<ProviderReply, ProviderError> {
+    ) -> Result<reqwest::Response, ProviderError> {
         let key = self.config.key();
-        let bytes = serde_json::to_vec(&request::body(&self.config, request))
-            .map_err(|e| ProviderError::Failed(format!("cannot write the request: {e}")))?;
         let mut builder = self
             .client
             .post(self.endpoint.clone())
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json")
+            .header(ACCEPT, accept)
             .body(bytes);
         if let Some(auth) = &self.authorization {
             builder = builder.header(AUTHORIZATION, auth.clone());
@@ -202,6 +203,18 @@ impl OpenAiProvider {
                 .unwrap_or_else(|(partial, _)| partial);
             return Err(error::status(status, &headers, &excerpt, key));
         }
+        Ok(response)
+    }
+
+    async fn exchange(
+        &self,
+        request: &ProviderRequest,
+        span: &tracing::Span,
+    ) -> Result<ProviderReply, ProviderError> {
+        let key = self.config.key();
+        let bytes = serde_json::to_vec(&request::body(&self.config, request))
+            .map_err(|e| ProviderError::Failed(format!("cannot write the request: {e}")))?;
+        let response = self.post(bytes, "application/json", span).await?;
         let limit = self.config.reply_limit();
         let declared = response
             .headers()
@@ -243,28 +256,7 @@ impl OpenAiProvider {
         };
         let bytes = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Failed(format!("cannot write the request: {e}")))?;
-        let mut builder = self
-            .client
-            .post(self.endpoint.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .body(bytes);
-        if let Some(auth) = &self.authorization {
-            builder = builder.header(AUTHORIZATION, auth.clone());
-        }
-        let mut response = builder
-            .send()
-            .await
-            .map_err(|e| error::transport(&e, key))?;
-        let status = response.status();
-        span.record("http.response.status_code", status.as_u16());
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let excerpt = read_body(response, error::ERROR_BODY_KEPT)
-                .await
-                .unwrap_or_else(|(partial, _)| partial);
-            return Err(error::status(status, &headers, &excerpt, key));
-        }
+        let mut response = self.post(bytes, "text/event-stream", span).await?;
         let limit = self.config.reply_limit();
         let sse = response
             .headers()

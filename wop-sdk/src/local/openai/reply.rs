@@ -40,14 +40,26 @@ struct ChoiceMessage {
     refusal: Option<String>,
 }
 
+/// `usage` as an OpenAI-compatible server writes it, in a whole reply or a stream's last chunk.
 #[derive(Deserialize)]
-struct ApiUsage {
+pub(crate) struct ApiUsage {
     #[serde(default)]
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
     #[serde(default)]
     total_tokens: Option<u64>,
+}
+
+impl ApiUsage {
+    /// The usage it reports; none without `completion_tokens` (then the output is unknown).
+    pub(crate) fn usage(self) -> Option<Usage> {
+        self.completion_tokens.map(|out| Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: Some(out),
+            total_tokens: self.total_tokens,
+        })
+    }
 }
 
 /// Maps an OpenAI `finish_reason`.
@@ -95,13 +107,7 @@ pub(crate) fn parse(
             (text, finish_reason(choice.finish_reason.as_deref()))
         }
     };
-    let usage = completion.usage.and_then(|u| {
-        u.completion_tokens.map(|out| Usage {
-            input_tokens: u.prompt_tokens,
-            output_tokens: Some(out),
-            total_tokens: u.total_tokens,
-        })
-    });
+    let usage = completion.usage.and_then(ApiUsage::usage);
     Ok(ProviderReply {
         content: content.into_bytes(),
         finish_reason: finish,

@@ -17,6 +17,7 @@
 //! it is a few lines, and the crates that do it wrap a `futures` byte stream this provider does
 //! not otherwise use.
 
+use super::reply::ApiUsage;
 use crate::local::{ProviderError, ProviderReply, ProviderRequest};
 use crate::wire::{FinishReason, StructuredOutputMode, Usage};
 use serde::{Deserialize, Serialize};
@@ -141,16 +142,6 @@ struct Delta {
     refusal: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct ApiUsage {
-    #[serde(default)]
-    prompt_tokens: Option<u64>,
-    #[serde(default)]
-    completion_tokens: Option<u64>,
-    #[serde(default)]
-    total_tokens: Option<u64>,
-}
-
 /// A streamed reply as it is read.
 #[derive(Debug, Default)]
 pub(crate) struct Reply {
@@ -192,11 +183,7 @@ impl Reply {
             self.model = chunk.model;
         }
         if let Some(u) = chunk.usage {
-            self.usage = u.completion_tokens.map(|out| Usage {
-                input_tokens: u.prompt_tokens,
-                output_tokens: Some(out),
-                total_tokens: u.total_tokens,
-            });
+            self.usage = u.usage();
         }
         if let Some(choice) = chunk.choices.into_iter().next() {
             if let Some(delta) = choice.delta {
