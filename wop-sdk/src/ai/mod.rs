@@ -84,13 +84,9 @@ pub struct SchemaDigest {
 
 impl SchemaDigest {
     fn of(schema: &Value) -> Self {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let bytes = crate::wire::digest(schema);
         let mut hex = [0u8; 64];
-        for (i, b) in bytes.iter().enumerate() {
-            hex[2 * i] = HEX[usize::from(b >> 4)];
-            hex[2 * i + 1] = HEX[usize::from(b & 0xf)];
-        }
+        crate::hex::fill(&mut hex, &bytes);
         Self { bytes, hex }
     }
 

@@ -74,14 +74,10 @@ impl Identities {
     /// least 6 hex digits), so ids from two processes sharing a journal do not collide. It names
     /// the call; it carries nothing of the request.
     fn new_attempt_id(&self) -> String {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let digits = (64 - n.leading_zeros()).div_ceil(4).max(6);
         let mut id = String::with_capacity(self.id_prefix.len() + 16);
         id.push_str(&self.id_prefix);
-        for shift in (0..digits).rev() {
-            id.push(char::from(HEX[((n >> (shift * 4)) & 0xf) as usize]));
-        }
+        crate::hex::push_u64(&mut id, n, 6);
         id
     }
 
