@@ -6,7 +6,7 @@
 //! Like the legs, each check reads only what an outside party sees: the node's output or error,
 //! the run's events, and the host's answers as it gave them ([`Observed::answers`]).
 //!
-//! Each check has an id (here), a fixture input (`inputs`) and a judge (`judges`); [`run_extra`]
+//! Each check has an id (here), a fixture input (`inputs`) and a judge (`judges`); `run_extra`
 //! here runs them all, gated like the legs, and turns each judgement into a [`Verdict`].
 
 mod inputs;
