@@ -11,6 +11,9 @@
 //! (magic, page size, declared length against the file length, schema version), then a read-only
 //! connection checks the schema and runs `PRAGMA quick_check`. A damaged, foreign or newer file is
 //! refused with [`JournalError::Corrupt`] or [`JournalError::NewerSchema`] and left as it was.
+//!
+//! The parts: `open` (inspection, schema, migration), `writer` (the thread and its group
+//! commit), `rows` (the SQL of each table), and this file (the journal over them).
 
 mod open;
 mod rows;
