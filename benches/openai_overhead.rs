@@ -46,6 +46,8 @@ fn request() -> ProviderRequest {
         system_prompt: Some("You write one line.".into()),
         messages: vec![Message::user("Write one line about the sea.")],
         max_tokens: 64,
+        temperature: None,
+        stop_sequences: None,
         response_schema: Some(schema().into()),
         mode: Some(StructuredOutputMode::Native),
         attempt: 1,

@@ -108,6 +108,37 @@ async fn a_typed_call_round_trips() {
     );
 }
 
+#[wop_node(type_id = "community.test.tuned", version = "1.0.0")]
+async fn tuned(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    let request = AiRequest::<Text>::prompt("a haiku")
+        .temperature(0.3)
+        .stop_sequences(["END", "\n\n"]);
+    let text = ctx.call_ai(request).await?.into_output()?.0;
+    Ok(Out {
+        text,
+        repaired: false,
+        attempts: None,
+    })
+}
+
+#[tokio::test]
+async fn temperature_and_stop_sequences_reach_the_provider() {
+    let (tuned, provider) = host(vec![Step::text("old pond", 2)]);
+    let out = tuned.run(&Tuned, json!({"prompt": "x"})).await;
+    assert_eq!(out.result.map(|v| v["text"].clone()), Ok(json!("old pond")));
+    let sent = provider.requests();
+    assert_eq!(sent[0].temperature, Some(0.3));
+    assert_eq!(
+        sent[0].stop_sequences.as_deref(),
+        Some(&["END".to_owned(), "\n\n".to_owned()][..])
+    );
+    // A call that sets neither sends neither.
+    let (plain, provider) = host(vec![scene("one two three four")]);
+    plain.run(&Draft, json!({"prompt": "write"})).await;
+    assert_eq!(provider.requests()[0].temperature, None);
+    assert_eq!(provider.requests()[0].stop_sequences, None);
+}
+
 #[tokio::test]
 async fn an_invalid_output_is_repaired_by_a_deliberate_retry_with_lineage() {
     let (host, provider) = host(vec![scene("too short"), scene("now it is long")]);

@@ -93,10 +93,19 @@ impl<T: Output> AiRequest<T> {
         self
     }
 
-    /// The sampling temperature, clamped to 0..=2.
+    /// The sampling temperature, clamped to 0..=2 (NaN sets none).
     #[must_use]
     pub fn temperature(mut self, t: f64) -> Self {
-        self.wire.temperature = Some(t.clamp(0.0, 2.0));
+        self.wire.temperature = (!t.is_nan()).then(|| t.clamp(0.0, 2.0));
+        self
+    }
+
+    /// Sequences at which the model stops generating (sent to the provider as given; an empty
+    /// list sends none). A provider limits how many it takes (OpenAI: 4); more are its error.
+    #[must_use]
+    pub fn stop_sequences<S: Into<String>>(mut self, stops: impl IntoIterator<Item = S>) -> Self {
+        let stops: Vec<String> = stops.into_iter().map(Into::into).collect();
+        self.wire.stop_sequences = (!stops.is_empty()).then_some(stops);
         self
     }
 

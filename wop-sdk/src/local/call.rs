@@ -133,6 +133,8 @@ impl Call<'_> {
                 system_prompt: req.system_prompt.clone(),
                 messages: l.messages().to_vec(),
                 max_tokens: attempt.max_tokens,
+                temperature: req.temperature,
+                stop_sequences: req.stop_sequences.clone(),
                 response_schema: req.response_schema.clone(),
                 mode: attempt.mode,
                 attempt: attempt.number,

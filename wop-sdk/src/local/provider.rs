@@ -24,6 +24,10 @@ pub struct ProviderRequest {
     pub messages: Vec<Message>,
     /// The output budget of this request.
     pub max_tokens: u32,
+    /// The sampling temperature the call asked for (`0..=2`), if any.
+    pub temperature: Option<f64>,
+    /// Where the model should stop, if the call gave stop sequences.
+    pub stop_sequences: Option<Vec<String>>,
     /// The schema, for a structured request (shared with the call's request, never copied).
     pub response_schema: Option<Arc<Value>>,
     /// How the schema is conveyed, for a structured request.

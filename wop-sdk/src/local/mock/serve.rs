@@ -272,6 +272,8 @@ mod tests {
             system_prompt: None,
             messages: Vec::new(),
             max_tokens: 100,
+            temperature: None,
+            stop_sequences: None,
             response_schema: None,
             mode: None,
             attempt: 1,

@@ -150,6 +150,8 @@ mod tests {
             system_prompt: None,
             messages: Vec::new(),
             max_tokens: 8,
+            temperature: None,
+            stop_sequences: None,
             response_schema: mode.map(|_| json!({"type": "object"}).into()),
             mode,
             attempt: 1,

@@ -4,6 +4,8 @@
 //!   `default_model`).
 //! - `messages`: the system prompt first, then the call's messages as they are.
 //! - the budget: `max_tokens` or `max_completion_tokens`, as configured.
+//! - `temperature` and `stop` (the call's stop sequences), only when the call set them: a model
+//!   that refuses one of them answers 400 and the call fails with the provider's message.
 //! - a structured request in `native` mode: `response_format: {type: "json_schema", json_schema:
 //!   {name, schema, strict}}`, `name` from the schema's `title` (reduced to `[A-Za-z0-9_-]`, at
 //!   most 64 characters) or `response`.
@@ -30,6 +32,10 @@ pub(crate) struct Body<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<ResponseFormat<'a>>,
 }
@@ -109,6 +115,8 @@ pub(crate) fn body<'a>(config: &OpenAiConfig, request: &'a ProviderRequest) -> B
         messages,
         max_tokens,
         max_completion_tokens,
+        temperature: request.temperature,
+        stop: request.stop_sequences.as_deref().filter(|s| !s.is_empty()),
         response_format,
     }
 }
@@ -159,6 +167,8 @@ mod tests {
             system_prompt: Some("Be brief.".into()),
             messages: vec![Message::user("Hi")],
             max_tokens: 64,
+            temperature: None,
+            stop_sequences: None,
             response_schema: schema.map(Into::into),
             mode,
             attempt: 1,
@@ -176,6 +186,24 @@ mod tests {
             b,
             json!({"model": "m", "max_tokens": 64, "messages": [
                 {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]})
+        );
+    }
+
+    #[test]
+    fn temperature_and_stop_sequences_go_only_when_the_call_set_them() {
+        let mut r = request(None, None);
+        r.temperature = Some(0.25);
+        r.stop_sequences = Some(vec!["END".into(), "\n\n".into()]);
+        let b = body(&config(), &r);
+        assert_eq!(b["temperature"], 0.25);
+        assert_eq!(b["stop"], json!(["END", "\n\n"]));
+        // An empty list is no stop sequence at all.
+        r.stop_sequences = Some(Vec::new());
+        r.temperature = None;
+        let b = body(&config(), &r);
+        assert!(
+            b.get("stop").is_none() && b.get("temperature").is_none(),
+            "{b}"
         );
     }
 

@@ -295,6 +295,8 @@ mod tests {
             system_prompt: None,
             messages: Vec::new(),
             max_tokens: 8,
+            temperature: None,
+            stop_sequences: None,
             response_schema: None,
             mode: None,
             attempt: 1,
