@@ -48,8 +48,6 @@ fn schema() -> Value {
            "required": ["text"]})
 }
 
-// `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
-#[allow(clippy::useless_conversion)]
 fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> ProviderRequest {
     ProviderRequest {
         run_id: RunId::new("local/test-run"),
@@ -59,6 +57,8 @@ fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> Provide
         system_prompt: Some("You write scenes.".into()),
         messages: vec![Message::user("Write a scene.")],
         max_tokens: 256,
+        temperature: None,
+        stop_sequences: None,
         response_schema: schema.map(Into::into),
         mode,
         attempt: 1,

@@ -156,8 +156,6 @@ mod tests {
         serde_json::to_value(super::body(config, request)).expect("serializes")
     }
 
-    // `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
-    #[allow(clippy::useless_conversion)]
     fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> ProviderRequest {
         ProviderRequest {
             run_id: RunId::new("local/r"),
