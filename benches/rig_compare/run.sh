@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # wop-sdk against rig, side by side (BENCHMARKS.md §10). Builds the standalone crate next to this
 # script (release, its own target dir, never the workspace's), then prints one table:
-# instructions per call from callgrind ((I(2N) - I(N)) / N, start-up excluded) and the median
-# wall time per call of interleaved batches, with ratios.
+# instructions per call from callgrind ((I(2N) - I(N)) / N, start-up excluded) and the medians
+# per call of the wall time and of the thread's CPU time over interleaved batches, with ratios.
 #
-#   benches/rig_compare/run.sh [N] [ROUNDS] [BATCH]      # defaults: 200 41 100
+#   benches/rig_compare/run.sh [N] [ROUNDS] [BATCH]      # defaults: 200 201 20
 #
 # CARGO_TARGET_DIR defaults to /work/target-rig. Needs valgrind.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 n=${1:-200}
-rounds=${2:-41}
-batch=${3:-100}
+rounds=${2:-201}
+batch=${3:-20}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-rig}
 export CARGO_PROFILE_DEV_DEBUG=0
 
@@ -37,24 +37,30 @@ while read -r kind calls; do
     echo "callgrind $kind: $a at N=$n, $b at 2N; ${instr[$kind]} per call" >&2
 done < <("$bin" kinds)
 
-declare -A ns
-while IFS=$'\t' read -r kind median _; do
+declare -A wall cpu
+while IFS=$'\t' read -r kind w _ c _; do
     [[ $kind == kind ]] && continue
-    ns[$kind]=$median
+    wall[$kind]=$w
+    cpu[$kind]=$c
 done < <("$bin" time "$rounds" "$batch")
 
-echo "wop-sdk $commit, rig-core/rig-agent $rig; callgrind N=$n and 2N; time: median of $rounds rounds of $batch executions, kinds interleaved"
+echo "wop-sdk $commit, rig-core/rig-agent $rig; callgrind N=$n and 2N; times: medians of $rounds rounds of about $batch calls per kind, kinds interleaved"
 echo
-echo "| per call | instructions | / baseline | / rig | time | / baseline | / rig |"
-echo "|---|---|---|---|---|---|---|"
+echo "| per call | instructions | / baseline | / rig | wall time | / rig | CPU time | / baseline | / rig |"
+echo "|---|---|---|---|---|---|---|---|---|"
 while read -r kind _; do
     awk -v k="$kind" -v i="${instr[$kind]}" -v ib="${instr[baseline]}" -v ir="${instr[rig]}" \
-        -v t="${ns[$kind]}" -v tb="${ns[baseline]}" -v tr="${ns[rig]}" 'BEGIN {
-        printf "| `%s` | %d | %.1fx | %.2fx | %.2f µs | %.1fx | %.2fx |\n",
-            k, i, i / ib, i / ir, t / 1000, t / tb, t / tr }'
+        -v w="${wall[$kind]}" -v wr="${wall[rig]}" \
+        -v c="${cpu[$kind]}" -v cb="${cpu[baseline]}" -v cr="${cpu[rig]}" 'BEGIN {
+        printf "| `%s` | %d | %.1fx | %.2fx | %.2f µs | %.2fx | %.2f µs | %.1fx | %.2fx |\n",
+            k, i, i / ib, i / ir, w / 1000, w / wr, c / 1000, c / cb, c / cr }'
 done < <("$bin" kinds)
 echo
-awk -v w="${instr[wop]}" -v r="${instr[rig]}" -v tw="${ns[wop]}" -v tr="${ns[rig]}" 'BEGIN {
-    printf "rig / wop-sdk (one structured call): %.2fx the instructions, %.2fx the time\n", r / w, tr / tw }'
-awk -v w="${instr[wop_x16]}" -v r="${instr[rig_x16]}" -v tw="${ns[wop_x16]}" -v tr="${ns[rig_x16]}" 'BEGIN {
-    printf "rig / wop-sdk (16 calls, per call):  %.2fx the instructions, %.2fx the time\n", r / w, tr / tw }'
+for pair in "wop rig one structured call" "wop_x16 rig_x16 16 calls, per call" \
+    "wop_min rig least-work host, one call" "wop_min_x16 rig_x16 least-work host, 16 calls"; do
+    read -r w r what <<< "$pair"
+    awk -v what="$what" -v iw="${instr[$w]}" -v ir="${instr[$r]}" -v ww="${wall[$w]}" \
+        -v wr="${wall[$r]}" -v cw="${cpu[$w]}" -v cr="${cpu[$r]}" 'BEGIN {
+        printf "rig / wop-sdk (%s): %.2fx the instructions, %.2fx the wall time, %.2fx the CPU time\n",
+            what, ir / iw, wr / ww, cr / cw }'
+done

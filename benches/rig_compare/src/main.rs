@@ -7,9 +7,12 @@
 //! rig-compare count KIND N     N executions of KIND and nothing else (for callgrind: the
 //!                              difference between N and 2N is the work of N executions)
 //! rig-compare time [ROUNDS] [BATCH]
-//!                              every kind timed side by side: each round times BATCH
-//!                              executions of each kind in turn (the order rotates); prints
-//!                              the median over the rounds, per call
+//!                              every kind timed side by side (default 201 rounds of 20):
+//!                              each round times about BATCH calls of each kind in turn (the
+//!                              order rotates) on a fresh host or extractor; prints the median
+//!                              and the least over the rounds, per call, of the wall time and
+//!                              of the thread's CPU time (both sides run on one thread, so
+//!                              CPU time leaves out the time the shared machine preempted it)
 //! rig-compare kinds            the kinds, one per line, with how many calls one execution makes
 //! ```
 //!
@@ -272,41 +275,51 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Executions run on a fresh host or extractor before each timed batch (schema compilation and
+/// first-use caches are not what is compared).
+const WARM_UP: u64 = 5;
+
 fn time(rounds: usize, batch: u64) -> Result<(), String> {
     let rt = runtime()?;
-    let works = KINDS
-        .iter()
-        .map(|(kind, calls)| Ok((*kind, *calls, Work::new(kind)?)))
-        .collect::<Result<Vec<_>, String>>()?;
-    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); works.len()];
+    // Per kind: (wall, thread CPU) nanoseconds per call, one sample per round.
+    let mut samples: Vec<(Vec<f64>, Vec<f64>)> = vec![Default::default(); KINDS.len()];
     rt.block_on(async {
-        // Warm-up: one batch of each.
-        for (_, _, work) in &works {
-            for _ in 0..batch {
-                work.once().await?;
-            }
-        }
         for round in 0..rounds {
-            for i in 0..works.len() {
-                let at = (i + round) % works.len();
-                let (_, calls, work) = &works[at];
-                let start = Clock::now();
-                for _ in 0..batch {
+            for i in 0..KINDS.len() {
+                let at = (i + round) % KINDS.len();
+                let (kind, calls) = KINDS[at];
+                // A fresh host or extractor per batch, dropped after it: the in-memory journal
+                // keeps every run, and one process serves every kind, so a journal grown over
+                // the whole run would slow every kind that follows (allocator, caches).
+                let work = Work::new(kind)?;
+                for _ in 0..WARM_UP {
                     work.once().await?;
                 }
-                let ns = start.elapsed().as_nanos() as f64;
-                samples[at].push(ns / (batch * calls) as f64);
+                // About BATCH calls per sample whatever the kind (an `x16` execution is 16),
+                // so every sample is short enough to be seldom preempted.
+                let executions = (batch / calls).max(1);
+                let cpu = cpu_time::ThreadTime::now();
+                let wall = Clock::now();
+                for _ in 0..executions {
+                    work.once().await?;
+                }
+                let wall = wall.elapsed().as_nanos() as f64;
+                let cpu = cpu.elapsed().as_nanos() as f64;
+                let per = (executions * calls) as f64;
+                samples[at].0.push(wall / per);
+                samples[at].1.push(cpu / per);
             }
         }
         Ok::<(), String>(())
     })?;
-    println!("kind\tns_per_call_median\tmin\tmax\trounds\tbatch");
-    for ((kind, _, _), s) in works.iter().zip(samples) {
-        let min = s.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = s.iter().copied().fold(0.0, f64::max);
+    println!("kind\twall_median_ns\twall_min_ns\tcpu_median_ns\tcpu_min_ns\trounds\tbatch");
+    for ((kind, _), (wall, cpu)) in KINDS.iter().zip(samples) {
+        let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        let (wall_min, cpu_min) = (min(&wall), min(&cpu));
         println!(
-            "{kind}\t{:.0}\t{min:.0}\t{max:.0}\t{rounds}\t{batch}",
-            median(s)
+            "{kind}\t{:.0}\t{wall_min:.0}\t{:.0}\t{cpu_min:.0}\t{rounds}\t{batch}",
+            median(wall),
+            median(cpu)
         );
     }
     Ok(())
@@ -328,8 +341,8 @@ fn main() {
             Some(kind) => number(2, 10).and_then(|n| count(kind, n)),
             None => Err("usage: rig-compare count KIND N".into()),
         },
-        Some("time") => number(1, 41)
-            .and_then(|r| number(2, 100).map(|b| (r, b)))
+        Some("time") => number(1, 201)
+            .and_then(|r| number(2, 20).map(|b| (r, b)))
             .and_then(|(r, b)| time(r.max(1) as usize, b.max(1))),
         Some("kinds") => {
             for (kind, calls) in KINDS {
