@@ -17,11 +17,19 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/work/target-rig}
 export CARGO_PROFILE_DEV_DEBUG=0
 
 # rig 0.46 declares rust-version 1.97.1; it builds and runs on the toolchain here (see README.md).
-cargo build --release --locked --ignore-rust-version --manifest-path "$here/Cargo.toml" >&2
+# Not `--locked`: when wop-sdk gains a dependency cargo adds it to this crate's Cargo.lock (rig's
+# versions are pinned with `=` in Cargo.toml); commit the lock with the figures.
+cargo build --release --ignore-rust-version --manifest-path "$here/Cargo.toml" >&2
 bin=$CARGO_TARGET_DIR/release/rig-compare
 
-commit=$(git -C "$here" rev-parse --short HEAD)
-git -C "$here/../.." diff --quiet HEAD -- wop-sdk benches/common || commit="$commit+uncommitted"
+# The wop-sdk measured: this checkout's commit (WOP_COMMIT names it for a tree outside git).
+if [[ -n ${WOP_COMMIT:-} ]]; then
+    commit=$WOP_COMMIT
+elif commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null); then
+    git -C "$here/../.." diff --quiet HEAD -- wop-sdk benches/common || commit="$commit+uncommitted"
+else
+    commit=unknown
+fi
 rig=$(awk '/^name = "rig-core"$/ { getline; gsub(/[^0-9.]/, ""); print }' "$here/Cargo.lock")
 
 collected() { # kind runs -> instructions of the whole process

@@ -195,8 +195,8 @@ impl Work {
     async fn once(&self) -> Result<(), String> {
         match self {
             Work::Baseline { request, validator } => {
-                let text = serde_json::to_string(black_box(request.wire()))
-                    .map_err(|e| e.to_string())?;
+                let text =
+                    serde_json::to_string(black_box(request.wire())).map_err(|e| e.to_string())?;
                 black_box(text);
                 let reply: Value =
                     serde_json::from_slice(black_box(GOOD)).map_err(|e| e.to_string())?;
