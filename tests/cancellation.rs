@@ -1,12 +1,18 @@
 //! Cancellation: a call whose future is dropped (a timeout, a `select!`, an aborted task) leaves
 //! nothing behind: its reservation is released (charged as its worst case, reported
-//! `cancelled`), the host's in-flight entry and the run's record go, and re-entering the call is
-//! the terminal ambiguous failure of "redelivery is not retry", never a second generation.
+//! `cancelled`), the host's in-flight entry and the run's record go, the call is recorded as the
+//! terminal ambiguous failure of "redelivery is not retry" at once (no host sharing the journal
+//! waits for its lease), and re-entering it replays that failure, never a second generation.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
+use wop_sdk::RunId;
+use wop_sdk::host::AttemptKey;
+use wop_sdk::journal::lease::LEASE_TTL;
+use wop_sdk::journal::{Journal, MemoryJournal, Outcome};
 use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::prelude::*;
 use wop_sdk::wire::ErrorCode;
@@ -148,4 +154,77 @@ async fn an_aborted_run_leaves_nothing_behind_and_is_ambiguous_on_redelivery() {
         "{:?}",
         host.diagnostics_of(&run)
     );
+}
+
+/// A call given up mid-dispatch is recorded as the terminal ambiguous failure when it is dropped:
+/// a second host sharing the journal replays that failure at once instead of waiting for the
+/// first host's lease on the call to expire, and sends nothing.
+#[tokio::test]
+async fn a_call_given_up_is_ambiguous_at_once_for_every_host_sharing_the_journal() {
+    let journal = Arc::new(MemoryJournal::new());
+    let provider = ScriptedProvider::new([Step::Hang].into_iter().collect());
+    let first = LocalHost::builder()
+        .provider(provider.clone())
+        .journal(journal.clone())
+        .build();
+    let task = {
+        let first = first.clone();
+        tokio::spawn(async move { first.run(&Waits, json!("hello")).await })
+    };
+    for _ in 0..200 {
+        if provider.request_count() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(provider.request_count(), 1);
+    task.abort();
+    assert!(task.await.expect_err("aborted").is_cancelled());
+
+    let runs = journal.runs().await.expect("runs");
+    let run = RunId::new(runs[0].run_id.clone());
+    let key = AttemptKey {
+        run_id: run.clone(),
+        node_id: "main".into(),
+        call_index: 0,
+    };
+    let mut recorded = None;
+    for _ in 0..200 {
+        recorded = journal
+            .lookup(&key)
+            .await
+            .expect("lookup")
+            .and_then(|e| e.outcome);
+        if recorded.is_some() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        matches!(
+            recorded,
+            Some(Outcome::Failed {
+                ambiguous: true,
+                ..
+            })
+        ),
+        "{recorded:?}"
+    );
+    assert_eq!(journal.leased(&key).await.expect("lease"), None);
+
+    let spare = ScriptedProvider::new([Step::text("never", 1)].into_iter().collect());
+    let second = LocalHost::builder()
+        .provider(spare.clone())
+        .journal(journal.clone())
+        .build();
+    let again = tokio::time::timeout(
+        LEASE_TTL / 2,
+        second.redeliver(&run, "main", &Waits, json!("hello")),
+    )
+    .await
+    .expect("the second host does not wait for the first one's lease to expire");
+    let error = again.result.expect_err("ambiguous");
+    assert_eq!(error.error, ErrorCode::UpstreamUnavailable);
+    assert_eq!(spare.request_count(), 0, "no second generation");
+    assert!(second.ledger(Some(&run)).await.expect("ledger").is_empty());
 }

@@ -12,11 +12,11 @@ use super::call::{Call, plan};
 use super::{Inner, lock};
 use crate::host::{AttemptKey, HostFailure, RunId, StreamSink};
 use crate::journal::lease::{self, Awaited};
-use crate::journal::{Begin, Fingerprint, Lease, Outcome, fingerprint};
+use crate::journal::{Begin, Fingerprint, Journal, Lease, Outcome, fingerprint};
 use crate::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
 use foldhash::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
 type Answer = Result<CallAiResult, HostFailure>;
@@ -51,6 +51,49 @@ impl Slot<'_> {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         lock(&self.identities.in_flight).remove(self.key);
+    }
+}
+
+/// The public failure of a call whose dispatch outcome is unknown.
+fn unknown_outcome() -> ErrorEnvelope {
+    ErrorEnvelope::new(
+        ErrorCode::UpstreamUnavailable,
+        "the outcome of an earlier dispatch of this call is unknown; it is not repeated and not charged",
+    )
+}
+
+/// A call whose identity is in the journal and whose outcome is not yet. Dropped armed (the
+/// caller gave up mid-dispatch: a timeout, a `select!`, an aborted task), it records the call's
+/// terminal ambiguous failure on the runtime at once, and the lease goes with it: re-entry, here
+/// or on another host sharing the journal, replays that failure instead of waiting for the lease
+/// to expire. Without a runtime to write on, the lease's expiry still ends it.
+struct Unfinished<'a> {
+    journal: &'a Arc<dyn Journal>,
+    key: &'a AttemptKey,
+    armed: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let journal = Arc::clone(self.journal);
+        let key = self.key.clone();
+        runtime.spawn(async move {
+            let outcome = Outcome::Failed {
+                public: unknown_outcome(),
+                private_cause: "ambiguous dispatch: the caller gave up the call while it was in \
+                                flight"
+                    .into(),
+                ambiguous: true,
+            };
+            // An outcome written meanwhile wins: this one is then refused, and nothing changes.
+            let _ = journal.finish(&key, &outcome, None, Vec::new()).await;
+        });
     }
 }
 
@@ -280,10 +323,7 @@ impl Inner {
                     }
                     return self.replay_outcome(key, outcome, structured);
                 }
-                let public = ErrorEnvelope::new(
-                    ErrorCode::UpstreamUnavailable,
-                    "the outcome of an earlier dispatch of this call is unknown; it is not repeated and not charged",
-                );
+                let public = unknown_outcome();
                 let cause = format!(
                     "ambiguous dispatch: identity recorded with {requests} provider request(s) and no outcome"
                 );
@@ -297,6 +337,11 @@ impl Inner {
                 return Err(self.failure(key, public, cause, true));
             }
         }
+        let mut unfinished = Unfinished {
+            journal: &self.journal,
+            key,
+            armed: true,
+        };
         let dispatch = Call {
             inner: self,
             key,
@@ -311,11 +356,12 @@ impl Inner {
         // it expires (`journal::lease::LEASE_TTL`).
         let mut finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
         let events = std::mem::take(&mut finished.events);
-        if let Err(e) = self
+        let written = self
             .journal
             .finish(key, &finished.outcome, finished.charge.as_ref(), events)
-            .await
-        {
+            .await;
+        unfinished.armed = false;
+        if let Err(e) = written {
             // The outcome is not durable: on re-entry it is ambiguous and never charged.
             let public = ErrorEnvelope::new(
                 ErrorCode::UpstreamUnavailable,
