@@ -352,8 +352,8 @@ impl Inner {
         }
         .dispatch();
         // The lease is renewed while the call is in flight, and given up with the outcome. A
-        // call whose caller gave up stops renewing it: another host takes it for ambiguous once
-        // it expires (`journal::lease::LEASE_TTL`).
+        // call whose caller gave up is recorded ambiguous by `Unfinished` (above); only a host
+        // that dies mid-call leaves its lease to expire (`journal::lease::LEASE_TTL`).
         let mut finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
         let events = std::mem::take(&mut finished.events);
         let written = self
