@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
+use wop_sdk::local::{
+    LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, ScriptedProvider, Step,
+};
 use wop_sdk::node::execute;
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent,
@@ -484,4 +486,55 @@ fn estimates_match_the_worked_example() {
         .clone();
     assert_eq!((n.requests, n.output_tokens), (6, 6000));
     assert_eq!(est.total_requests(), 12);
+}
+
+/// A provider that answers every request with the same line and counts them.
+#[derive(Clone, Default)]
+struct House(Arc<std::sync::atomic::AtomicU32>);
+
+impl Provider for House {
+    fn name(&self) -> &str {
+        "house"
+    }
+
+    fn generate<'a>(
+        &'a self,
+        _request: ProviderRequest,
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async {
+            Ok(ProviderReply {
+                content: b"a line".to_vec(),
+                finish_reason: wop_sdk::wire::FinishReason::Stop,
+                usage: None,
+                mode: None,
+                model: None,
+            })
+        })
+    }
+}
+
+#[wop_node(type_id = "community.test.named", version = "1.0.0")]
+async fn named(ctx: &NodeCtx<'_>, provider: String) -> Result<String, NodeError> {
+    let c = ctx
+        .call_ai(AiRequest::<Text>::prompt("x").provider(provider))
+        .await?;
+    Ok(c.into_output()?.0)
+}
+
+#[tokio::test]
+async fn a_call_naming_a_provider_the_host_does_not_have_is_refused_before_any_request() {
+    let house = House::default();
+    let host = LocalHost::builder().provider(house.clone()).build();
+    let out = host.run(&Named, json!("elsewhere")).await;
+    let error = out.result.expect_err("refused");
+    assert_eq!(error.error, ErrorCode::ValidationError);
+    assert_eq!(error.field(), Some("provider"));
+    assert_eq!(house.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Its own name is served; the scripted provider stands in for any name.
+    let out = host.run(&Named, json!("house")).await;
+    assert_eq!(out.result, Ok(json!("a line")));
+    let (scripted, _) = self::host(vec![Step::text("scripted", 1)]);
+    let out = scripted.run(&Named, json!("openai")).await;
+    assert_eq!(out.result, Ok(json!("scripted")));
 }

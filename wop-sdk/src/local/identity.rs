@@ -184,6 +184,18 @@ impl Inner {
             }
             return answer;
         }
+        if let Some(named) = request.provider.as_deref()
+            && !self.provider.serves(named)
+        {
+            let e = ErrorEnvelope::validation(
+                "provider",
+                format!(
+                    "names `{named}`, a provider this host does not have (it has `{}`)",
+                    self.provider.name()
+                ),
+            );
+            return Err(self.failure(key, e, format!("provider `{named}` refused"), false));
+        }
         if let Some(id) = &request.retry_of_attempt_id {
             let known = self
                 .journal

@@ -102,6 +102,13 @@ pub trait Provider: Send + Sync {
     /// The provider's name (advertised in `aiProviders.providers`).
     fn name(&self) -> &str;
 
+    /// Whether a call that names provider `name` is this provider's to answer. The host refuses
+    /// a call naming a provider it does not have (`validation_error` on `provider`, before any
+    /// request), rather than sending it to another one. The default: `name` is this provider's.
+    fn serves(&self, name: &str) -> bool {
+        name == self.name()
+    }
+
     /// Sends one request.
     fn generate<'a>(
         &'a self,
