@@ -538,3 +538,79 @@ async fn a_call_naming_a_provider_the_host_does_not_have_is_refused_before_any_r
     let out = scripted.run(&Named, json!("openai")).await;
     assert_eq!(out.result, Ok(json!("scripted")));
 }
+
+/// What a subscriber writes, kept for the test to read.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn each_node_and_each_call_has_a_span_with_its_outcome() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || sink.clone())
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_ansi(false)
+        .finish();
+    let (host, _) = host(vec![scene("one two three four")]);
+    let house = LocalHost::builder().provider(House::default()).build();
+    {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let ok = host.run(&Draft, json!({"prompt": "write"})).await;
+        assert!(ok.result.is_ok(), "{:?}", ok.result);
+        let refused = house.run(&Named, json!("elsewhere")).await;
+        assert!(refused.result.is_err());
+    }
+    let text = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    let lines: Vec<&str> = text.lines().collect();
+    let closing = |needles: &[&str]| lines.iter().any(|l| needles.iter().all(|n| l.contains(n)));
+    assert!(
+        closing(&[
+            "wop.node{",
+            "wop.type_id=\"community.test.draft\"",
+            "wop.outcome=\"completed\"",
+            "close"
+        ]),
+        "{text}"
+    );
+    assert!(
+        closing(&[
+            "wop.call{",
+            "wop.call_index=0",
+            "wop.structured=true",
+            "wop.outcome=\"completed\"",
+            "wop.attempts=1"
+        ]),
+        "{text}"
+    );
+    let code = ErrorCode::ValidationError.as_str();
+    assert!(
+        closing(&[
+            "wop.call{",
+            "wop.outcome=\"failed\"",
+            &format!("error.type=\"{code}\"")
+        ]),
+        "{text}"
+    );
+    assert!(
+        closing(&[
+            "wop.node{",
+            "wop.type_id=\"community.test.named\"",
+            "wop.outcome=\"failed\""
+        ]),
+        "{text}"
+    );
+}

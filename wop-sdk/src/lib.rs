@@ -68,9 +68,11 @@
 //! (`local::openai`) are default-on features (`local`, `sqlite`, `cli`, `openai`), so a pack built
 //! for a production host or for `wasm32` can leave them out.
 //!
-//! The library emits [`tracing`](https://docs.rs/tracing) spans (`wop.provider.request`, with the
-//! OpenTelemetry GenAI attribute names) and never installs a subscriber; the command line does
-//! (`RUST_LOG`, `-v`).
+//! The library emits [`tracing`](https://docs.rs/tracing) spans, nested: `wop.node` (one node
+//! execution, on any host: run, node, type, outcome), `wop.call` (one call on the local host:
+//! call index, outcome, error code, `attempts.count`) and `wop.provider.request` (one provider
+//! request, with the OpenTelemetry GenAI attribute names). It never installs a subscriber; the
+//! command line does (`RUST_LOG`, `-v`).
 
 #![warn(missing_docs)]
 

@@ -1,8 +1,10 @@
 //! The command line's tracing subscriber (the library itself never installs one).
 //!
 //! `RUST_LOG` (an `EnvFilter`, e.g. `RUST_LOG=wop_sdk=debug`) wins; otherwise `-v` raises the level:
-//! errors only by default, `-v` info (one line per provider request as its span closes, with its
-//! `gen_ai.*` attributes and timing), `-vv` debug, `-vvv` trace. Lines go to standard error.
+//! errors only by default, `-v` info (a line as each span closes, with its timing: `wop.node` per
+//! node execution, `wop.call` per call with its outcome and `attempts.count`,
+//! `wop.provider.request` per provider request with its `gen_ai.*` attributes), `-vv` debug,
+//! `-vvv` trace. Lines go to standard error.
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;

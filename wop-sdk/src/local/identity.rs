@@ -18,6 +18,8 @@ use foldhash::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 type Answer = Result<CallAiResult, HostFailure>;
 type Waiter = watch::Receiver<Option<Answer>>;
@@ -169,7 +171,47 @@ impl Inner {
     /// One call, by the protocol above. `sink`: a streamed call, whose provisional items go
     /// there; a recorded outcome (replayed or reattached) is announced with the replay marker and
     /// has no fragments.
+    ///
+    /// The call runs in a `wop.call` span (`wop.run_id`, `wop.node_id`, `wop.call_index`,
+    /// `wop.structured`; at the end `wop.outcome`, `completed` or `failed`, `error.type` (the
+    /// public code) and `wop.attempts` (`attempts.count`, when the host reports it)), the parent of
+    /// its provider requests' spans.
     pub(crate) async fn serve(
+        &self,
+        key: &AttemptKey,
+        request: &CallAiRequest,
+        sink: Option<&StreamSink>,
+    ) -> Answer {
+        let span = tracing::info_span!(
+            "wop.call",
+            wop.run_id = %key.run_id,
+            wop.node_id = %key.node_id,
+            wop.call_index = key.call_index,
+            wop.structured = request.is_structured(),
+            wop.outcome = Empty,
+            wop.attempts = Empty,
+            error.type = Empty,
+        );
+        let answer = self
+            .serve_in(key, request, sink)
+            .instrument(span.clone())
+            .await;
+        match &answer {
+            Ok(result) => {
+                span.record("wop.outcome", "completed");
+                if let Some(a) = result.attempts {
+                    span.record("wop.attempts", a.count);
+                }
+            }
+            Err(failure) => {
+                span.record("wop.outcome", "failed")
+                    .record("error.type", failure.public.error.as_str());
+            }
+        }
+        answer
+    }
+
+    async fn serve_in(
         &self,
         key: &AttemptKey,
         request: &CallAiRequest,

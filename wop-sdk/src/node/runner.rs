@@ -10,6 +10,8 @@ use crate::wire::{ErrorCode, ErrorEnvelope, Event, NodeCompleted, NodeFailed, No
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 /// How one node execution ended, and what its calls cost.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -37,7 +39,38 @@ fn ser_run<S: serde::Serializer>(r: &RunId, s: S) -> Result<S::Ok, S::Error> {
 /// Records `node.started`, then `node.completed {output}` or `node.failed {error}`. A node that
 /// requires a capability the host lacks fails `capability_not_provided` before any request.
 /// Failures the node left unsettled are settled with the host when it ends.
+///
+/// The execution runs in a `wop.node` span (`wop.run_id`, `wop.node_id`, `wop.type_id`; at the
+/// end `wop.outcome`, `completed` or `failed`, and for a failure `error.type`, its code), the
+/// parent of its calls' spans.
 pub async fn execute(
+    host: Arc<dyn Host>,
+    run_id: RunId,
+    node_id: &str,
+    node: &dyn DynNode,
+    input: Value,
+) -> NodeOutcome {
+    let span = tracing::info_span!(
+        "wop.node",
+        wop.run_id = %run_id,
+        wop.node_id = node_id,
+        wop.type_id = node.spec().type_id,
+        wop.outcome = Empty,
+        error.type = Empty,
+    );
+    let outcome = execute_in(host, run_id, node_id, node, input)
+        .instrument(span.clone())
+        .await;
+    match &outcome.result {
+        Ok(_) => span.record("wop.outcome", "completed"),
+        Err(e) => span
+            .record("wop.outcome", "failed")
+            .record("error.type", e.error.as_str()),
+    };
+    outcome
+}
+
+async fn execute_in(
     host: Arc<dyn Host>,
     run_id: RunId,
     node_id: &str,
