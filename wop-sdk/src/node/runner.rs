@@ -58,6 +58,9 @@ pub async fn execute(
         wop.outcome = Empty,
         error.type = Empty,
     );
+    if span.is_disabled() {
+        return execute_in(host, run_id, node_id, node, input).await;
+    }
     let outcome = execute_in(host, run_id, node_id, node, input)
         .instrument(span.clone())
         .await;
