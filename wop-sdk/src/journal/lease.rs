@@ -117,6 +117,16 @@ pub async fn hold<F: Future>(
     work: F,
 ) -> F::Output {
     let mut work = std::pin::pin!(work);
+    // Work done at its first poll (a provider that answers at once) never arms the heartbeat's
+    // timer.
+    let first = std::future::poll_fn(|cx| match work.as_mut().poll(cx) {
+        std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await;
+    if let Some(out) = first {
+        return out;
+    }
     loop {
         tokio::select! {
             out = &mut work => return out,
