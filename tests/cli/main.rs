@@ -1,44 +1,20 @@
-//! Every subcommand of the pack command line, through the real `book_ai` example binary.
-//!
-//! Finding the binary: `CARGO_BIN_EXE_*` exists only for `[[bin]]` targets, so the test asks
-//! cargo itself to build the example once (`cargo build --example book_ai`, the same cargo, the
-//! same target dir and profile; a no-op when `cargo test` already built it) and runs it from
-//! `<target>/<profile>/examples/`, a sibling of the `deps/` folder this test runs from. Cargo
-//! releases its build lock before it runs tests, so the nested build does not wait; it also keeps
-//! `cargo test --test cli` from ever running a stale binary.
+//! Every subcommand of the pack command line, through the real `book_ai` example binary (built
+//! by the same cargo: `tests/support/book_ai_example.rs`).
 
 mod run_output;
 mod subcommands;
 mod terminal;
 
+#[path = "../support/picture.rs"]
+mod picture;
+
+#[path = "../support/book_ai_example.rs"]
+mod book_ai_example;
+
+use book_ai_example::book_ai_binary;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-fn binary() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "--example", "book_ai"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "`cargo build --example book_ai` failed");
-            let exe = std::env::current_exe().expect("current exe");
-            let profile_dir = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("<target>/<profile>/deps/<test>");
-            let bin = profile_dir
-                .join("examples")
-                .join(format!("book_ai{}", std::env::consts::EXE_SUFFIX));
-            assert!(bin.exists(), "{} is missing", bin.display());
-            bin
-        })
-        .clone()
-}
 
 /// Runs the example, its colours left to its own judgement (no `NO_COLOR`, no `CLICOLOR_FORCE`
 /// from the environment of the test).
@@ -66,6 +42,15 @@ fn temp(name: &str, contents: &str) -> PathBuf {
     path
 }
 
+/// A journal path in the temp folder with no journal there yet, as text for `--journal`.
+fn fresh_journal(name: &str) -> String {
+    let journal = std::env::temp_dir()
+        .join(format!("book-ai-cli-{}", std::process::id()))
+        .join(name);
+    let _ = std::fs::remove_file(&journal);
+    journal.to_str().expect("utf-8").to_owned()
+}
+
 const BRIEF: &str = r#"{"premise": "A lighthouse mystery.", "chapters": 1, "scenesPerChapter": 2}"#;
 
 fn chapter(scenes: usize) -> Value {
@@ -77,7 +62,7 @@ fn chapter(scenes: usize) -> Value {
 }
 
 fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(binary());
+    let mut c = Command::new(book_ai_binary());
     c.args(args)
         .env_remove("NO_COLOR")
         .env_remove("CLICOLOR_FORCE");

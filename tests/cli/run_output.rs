@@ -178,12 +178,7 @@ fn run_report_draws_estimate_against_actual() {
     assert!((ratio - 2.0 / 3.0).abs() < 0.01, "{ratio}");
     assert_eq!(bar("bar max-calls")[0].0, "4");
     assert_eq!(bar("bar used")[0].0, "2");
-    let texts: Vec<&str> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text())
-        .map(str::trim)
-        .collect();
+    let texts = picture::labels(&doc);
     for label in [
         "Provider requests",
         "Output tokens",

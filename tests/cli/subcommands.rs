@@ -220,11 +220,7 @@ fn run_refuses_to_start_a_node_that_cannot_fit() {
 
 #[test]
 fn run_events_and_replay_share_a_sqlite_journal() {
-    let journal = std::env::temp_dir()
-        .join(format!("book-ai-cli-{}", std::process::id()))
-        .join("runs.db");
-    let _ = std::fs::remove_file(&journal);
-    let journal = journal.to_str().expect("utf-8").to_owned();
+    let journal = fresh_journal("runs.db");
     let script = temp(
         "review-script.json",
         r#"[{"content": "Tighten the ending.", "usage": {"outputTokens": 12}}]"#,

@@ -4,11 +4,7 @@ use super::*;
 
 #[test]
 fn events_pretty_print_their_payloads() {
-    let journal = std::env::temp_dir()
-        .join(format!("book-ai-cli-{}", std::process::id()))
-        .join("events.db");
-    let _ = std::fs::remove_file(&journal);
-    let journal = journal.to_str().expect("utf-8").to_owned();
+    let journal = fresh_journal("events.db");
     let script = temp(
         "events-script.json",
         r#"[{"content": "Tighten the ending.", "usage": {"outputTokens": 12}}]"#,
@@ -52,7 +48,7 @@ fn events_pretty_print_their_payloads() {
 fn run_into_closed_pipe(args: &[&str]) -> Output {
     let (reader, writer) = std::io::pipe().expect("a pipe");
     drop(reader);
-    Command::new(binary())
+    Command::new(book_ai_binary())
         .args(args)
         .stdout(writer)
         .stderr(std::process::Stdio::piped())

@@ -2,27 +2,6 @@
 
 use super::*;
 
-/// The example binary, built by the same cargo (see `tests/cli.rs` for why this way).
-fn book_ai_binary() -> std::path::PathBuf {
-    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "--example", "book_ai"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "`cargo build --example book_ai` failed");
-            let exe = std::env::current_exe().expect("current exe");
-            exe.parent()
-                .and_then(|deps| deps.parent())
-                .expect("<target>/<profile>/deps/<test>")
-                .join("examples")
-                .join(format!("book_ai{}", std::env::consts::EXE_SUFFIX))
-        })
-        .clone()
-}
-
 /// Runs the example with `args` (and `OPENAI_API_KEY`) while this test's server keeps serving.
 async fn book_ai(args: Vec<String>) -> std::process::Output {
     let bin = book_ai_binary();

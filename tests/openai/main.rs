@@ -18,6 +18,9 @@ mod through_host;
 #[path = "../support/openai_server.rs"]
 mod server;
 
+#[path = "../support/book_ai_example.rs"]
+mod book_ai_example;
+
 #[allow(dead_code)]
 #[path = "../../examples/book_ai/pack.rs"]
 mod pack;
@@ -26,6 +29,7 @@ mod pack;
 #[path = "../../examples/book_ai/demo.rs"]
 mod demo;
 
+use book_ai_example::book_ai_binary;
 use serde_json::{Value, json};
 use server::{Answer, Server, scripted};
 use std::sync::{Arc, Mutex};

@@ -2,31 +2,11 @@
 
 use super::*;
 
-/// The example binary (built by the same cargo; see `tests/cli.rs`).
-fn binary() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "--example", "book_ai"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "`cargo build --example book_ai` failed");
-            let exe = std::env::current_exe().expect("current exe");
-            let profile = exe
-                .parent()
-                .and_then(|deps| deps.parent())
-                .expect("<target>/<profile>/deps/<test>");
-            profile
-                .join("examples")
-                .join(format!("book_ai{}", std::env::consts::EXE_SUFFIX))
-        })
-        .clone()
-}
-
 fn run(args: &[&str]) -> (i32, Value) {
-    let o: Output = Command::new(binary()).args(args).output().expect("runs");
+    let o: Output = Command::new(book_ai_binary())
+        .args(args)
+        .output()
+        .expect("runs");
     let stdout = String::from_utf8_lossy(&o.stdout);
     let json = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!(

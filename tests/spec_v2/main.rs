@@ -14,17 +14,20 @@ mod rules_events;
 mod rules_ids;
 mod rules_manifest;
 
+#[path = "../support/book_ai_example.rs"]
+mod book_ai_example;
+
 use rules_caps::*;
 use rules_events::*;
 use rules_ids::*;
 use rules_manifest::*;
 
+use book_ai_example::book_ai_binary;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use wop_sdk::journal::{Journal, SqliteJournal};
 use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::manifest::{is_pack_name, is_type_id, validate_manifest};
