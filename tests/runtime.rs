@@ -23,12 +23,12 @@ struct Scene {
     text: String,
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 struct In {
     prompt: String,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
 struct Out {
     text: String,
     repaired: bool,
@@ -172,8 +172,15 @@ async fn settler(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
 #[tokio::test]
 async fn a_failure_settled_by_the_node_lets_it_go_on() {
     let (host, _) = host(vec![Step::Error("503 upstream with key sk-123".into())]);
-    let out = host.run(&Settler, json!({"prompt": ""})).await;
-    assert_eq!(out.result.map(|v| v["text"].clone()), Ok(json!("settled")));
+    let out = host
+        .run_typed(
+            &Settler,
+            In {
+                prompt: String::new(),
+            },
+        )
+        .await;
+    assert_eq!(out.map(|o| o.text), Ok("settled".to_owned()));
     assert!(host.diagnostics().iter().all(|d| d.settled));
 }
 

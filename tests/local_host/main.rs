@@ -4,6 +4,7 @@
 mod ceilings;
 mod identity;
 mod retry_loop;
+mod typed_run;
 
 use serde_json::{Value, json};
 use std::sync::Arc;
