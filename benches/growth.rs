@@ -18,6 +18,7 @@ use wop_sdk::host::{AttemptKey, RunId};
 use wop_sdk::journal::SqliteJournal;
 use wop_sdk::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
 use wop_sdk::local::LocalHost;
+use wop_sdk::wire::{Event, ProviderUsage};
 
 const SIZES: [u32; 3] = [1_000, 10_000, 100_000];
 const PREFILL_CALLS_PER_RUN: u32 = 20;
@@ -68,11 +69,15 @@ async fn prefill(journal: Arc<dyn Journal>, attempts: u32) {
                     generations: 1,
                     output_tokens: 9,
                 };
-                let events = [(
-                    "provider.usage".to_owned(),
-                    json!({"provider": "mock", "outputTokens": 9, "nodeId": "main"}),
-                )];
-                j.finish(&key, &outcome, Some(&charge), &events)
+                let events = vec![Event::ProviderUsage(ProviderUsage {
+                    provider: "mock".into(),
+                    model: "mock-1".into(),
+                    input_tokens: 0,
+                    output_tokens: 9,
+                    total_tokens: None,
+                    node_id: Some("main".into()),
+                })];
+                j.finish(&key, &outcome, Some(&charge), events)
                     .await
                     .expect("finish");
             }

@@ -21,7 +21,9 @@ use std::task::{Context, Poll, Waker};
 use wop_sdk::RunId;
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure};
 use wop_sdk::manifest::Pack;
-use wop_sdk::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
+use wop_sdk::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
+};
 
 fn packs() -> &'static [Pack] {
     static PACKS: OnceLock<Vec<Pack>> = OnceLock::new();
@@ -90,12 +92,7 @@ impl Host for InRust {
     ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
         Box::pin(async { Ok(()) })
     }
-    fn record_event<'a>(
-        &'a self,
-        _run: &'a RunId,
-        _kind: &'a str,
-        _payload: Value,
-    ) -> BoxFuture<'a, ()> {
+    fn record_event<'a>(&'a self, _run: &'a RunId, _event: Event) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
     fn events<'a>(&'a self, _run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {

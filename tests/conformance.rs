@@ -15,8 +15,8 @@ use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
 use wop_sdk::journal::{Journal, MemoryJournal, SqliteJournal};
 use wop_sdk::local::{LocalHost, Script, ScriptedProvider};
 use wop_sdk::wire::{
-    CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Retry, RunEvent,
-    StructuredOutputMode, kind, normalize_type,
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, Retry,
+    RunEvent, StructuredOutputMode, kind, normalize_type,
 };
 
 async fn honest_host_passes_all_legs_with(journal: Arc<dyn Journal>) {
@@ -310,13 +310,8 @@ impl Host for LyingHost {
         self.local.settle_ai_failure(run, failure)
     }
 
-    fn record_event<'a>(
-        &'a self,
-        run: &'a RunId,
-        kind: &'a str,
-        payload: Value,
-    ) -> BoxFuture<'a, ()> {
-        self.local.record_event(run, kind, payload)
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
+        self.local.record_event(run, event)
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {

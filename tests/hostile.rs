@@ -13,7 +13,7 @@ use wop_sdk::journal::{
 use wop_sdk::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, ScriptedProvider, Step,
 };
-use wop_sdk::wire::{ErrorCode, FinishReason, RunEvent, StructuredOutputMode};
+use wop_sdk::wire::{ErrorCode, Event, FinishReason, RunEvent, StructuredOutputMode};
 
 fn schema() -> Value {
     json!({"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}})
@@ -204,7 +204,7 @@ impl Journal for Faulty {
         key: &'a AttemptKey,
         outcome: &'a Outcome,
         charge: Option<&'a Charge>,
-        events: &'a [(String, Value)],
+        events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         if self.fail_finish.load(Ordering::SeqCst) {
             io()
@@ -228,10 +228,9 @@ impl Journal for Faulty {
     fn append_event<'a>(
         &'a self,
         run: &'a RunId,
-        kind: &'a str,
-        p: &'a Value,
+        event: Event,
     ) -> BoxFuture<'a, Result<u64, JournalError>> {
-        self.inner.append_event(run, kind, p)
+        self.inner.append_event(run, event)
     }
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
         self.inner.events(run)

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use wop_sdk::RunId;
 use wop_sdk::journal::{Journal, JournalError, RunRecord, SqliteJournal};
+use wop_sdk::wire::Event;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -94,8 +95,11 @@ async fn record_a_run(path: &Path, run: &RunId) {
         journal
             .append_event(
                 run,
-                "provider.usage",
-                &json!({"nodeId": "main", "provider": "mock", "model": "m", "inputTokens": 0, "outputTokens": n}),
+                Event::from_parts(
+                    "provider.usage",
+                    &json!({"nodeId": "main", "provider": "mock", "model": "m", "inputTokens": 0, "outputTokens": n}),
+                )
+                .expect("a valid event"),
             )
             .await
             .expect("event");
@@ -182,7 +186,10 @@ async fn a_journal_with_a_live_wal_in_a_read_only_folder_is_never_called_damaged
     record_a_run(&path, &run).await;
     let writer = SqliteJournal::open(&path).expect("a live writer");
     writer
-        .append_event(&run, "node.completed", &json!({"nodeId": "main"}))
+        .append_event(
+            &run,
+            Event::from_parts("node.completed", &json!({"nodeId": "main"})).expect("a valid event"),
+        )
         .await
         .expect("event");
     assert!(listing(&dir).iter().any(|n| n.ends_with("-wal")));

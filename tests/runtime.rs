@@ -9,7 +9,7 @@ use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunI
 use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::node::execute;
 use wop_sdk::wire::{
-    CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, RunEvent,
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent,
 };
 use wop_sdk::{
     AiRequest, CallPlan, Capabilities, Estimate, NodeCtx, NodeError, PlannedCall, RetryPolicy,
@@ -251,13 +251,8 @@ impl Host for Recorder {
     ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
         self.inner.settle_ai_failure(run, f)
     }
-    fn record_event<'a>(
-        &'a self,
-        run: &'a RunId,
-        kind: &'a str,
-        payload: Value,
-    ) -> BoxFuture<'a, ()> {
-        self.inner.record_event(run, kind, payload)
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
+        self.inner.record_event(run, event)
     }
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
         self.inner.events(run)

@@ -4,13 +4,15 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 use wop_sdk::ai::Provisional;
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
 use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::prelude::*;
-use wop_sdk::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
+use wop_sdk::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
+};
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 struct Scene {
@@ -401,13 +403,8 @@ impl Host for Plain {
     ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
         self.0.settle_ai_failure(run, failure)
     }
-    fn record_event<'a>(
-        &'a self,
-        run: &'a RunId,
-        kind: &'a str,
-        payload: Value,
-    ) -> BoxFuture<'a, ()> {
-        self.0.record_event(run, kind, payload)
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
+        self.0.record_event(run, event)
     }
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
         Host::events(&self.0, run)

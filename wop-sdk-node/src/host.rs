@@ -100,7 +100,7 @@ struct Books {
     open_failures: BTreeSet<u64>,
     next_failure: u64,
     /// What the runtime recorded: (run, kind, payload).
-    events: Vec<(String, String, Value)>,
+    events: Vec<(String, Event)>,
 }
 
 /// The request as the host gets it: the runtime's object without the `left_out` keys, with the
@@ -361,18 +361,13 @@ impl Host for JsHost {
         })
     }
 
-    fn record_event<'a>(
-        &'a self,
-        run: &'a RunId,
-        kind: &'a str,
-        payload: Value,
-    ) -> BoxFuture<'a, ()> {
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            // Kept as emitted; made into run events only when read (nothing reads them on the
-            // way: the JavaScript host records its own node events).
-            self.books()
-                .events
-                .push((run.as_str().to_owned(), kind.to_owned(), payload));
+            // Kept as recorded; given their v2 wrapper only when read (nothing reads them on
+            // the way: the JavaScript host records its own node events).
+            if event.check().is_ok() {
+                self.books().events.push((run.as_str().to_owned(), event));
+            }
         })
     }
 
@@ -381,10 +376,9 @@ impl Host for JsHost {
             self.books()
                 .events
                 .iter()
-                .filter(|(r, _, _)| r == run.as_str())
-                .filter_map(|(_, kind, payload)| Event::from_emitted(kind, payload).ok())
+                .filter(|(r, _)| r == run.as_str())
                 .enumerate()
-                .map(|(i, event)| RunEvent::now(run.as_str(), i as u64, event))
+                .map(|(i, (_, event))| RunEvent::now(run.as_str(), i as u64, event.clone()))
                 .collect()
         })
     }
@@ -520,14 +514,17 @@ mod tests {
     async fn the_runtimes_events_are_kept_for_their_run() {
         let (host, _) = host(OPENWOP_APP_SNAPSHOT, json!({}), Some("mock"));
         let run = RunId::new("r");
-        host.record_event(
-            &run,
-            "node.started",
-            json!({"nodeId": "n", "typeId": "community.x.y"}),
-        )
-        .await;
-        host.record_event(&RunId::new("other"), "node.started", json!({"nodeId": "n"}))
-            .await;
+        let started = |node: &str| {
+            Event::NodeStarted(wop_sdk::wire::NodeStarted {
+                node_id: node.into(),
+                type_id: "community.x.y".into(),
+                attempt: None,
+            })
+        };
+        host.record_event(&run, started("n")).await;
+        host.record_event(&RunId::new("other"), started("n")).await;
+        // One that breaks a payload rule is not kept.
+        host.record_event(&run, started("")).await;
         let events = host.events(&run).await;
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].kind(), "node.started");

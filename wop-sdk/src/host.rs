@@ -4,7 +4,9 @@
 //! [`Host`]. The embedded local host implements it; so can an adapter to a production host, or a
 //! test double.
 
-use crate::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
+use crate::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
+};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::fmt;
@@ -177,13 +179,10 @@ pub trait Host: Send + Sync {
         failure: FailureToken,
     ) -> BoxFuture<'a, Result<(), ErrorEnvelope>>;
 
-    /// Appends an event to the run's log.
-    fn record_event<'a>(
-        &'a self,
-        run: &'a RunId,
-        kind: &'a str,
-        payload: Value,
-    ) -> BoxFuture<'a, ()>;
+    /// Appends an event to the run's log. The event is typed: a host that speaks JSON writes
+    /// its v2 type ([`Event::kind`]) and payload ([`Event::payload`]); a journal refuses one that
+    /// breaks a payload rule ([`Event::check`]).
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()>;
 
     /// The run's event log, in sequence order.
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>>;

@@ -385,7 +385,7 @@ mod tests {
     use serde_json::json;
 
     fn event(kind: &str, payload: Value) -> RunEvent {
-        let event = crate::wire::Event::from_emitted(kind, &payload).expect("a valid event");
+        let event = crate::wire::Event::from_parts(kind, &payload).expect("a valid event");
         RunEvent::new("r", 0, String::new(), event)
     }
 

@@ -5,7 +5,9 @@
 //! are. A host behind a JSON boundary (a bridge) is held to its bytes by the bridge's own parser.
 
 use crate::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
-use crate::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
+use crate::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
+};
 use serde_json::Value;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -95,13 +97,8 @@ impl Host for Recording {
         self.inner.settle_ai_failure(run, failure)
     }
 
-    fn record_event<'a>(
-        &'a self,
-        run: &'a RunId,
-        kind: &'a str,
-        payload: Value,
-    ) -> BoxFuture<'a, ()> {
-        self.inner.record_event(run, kind, payload)
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
+        self.inner.record_event(run, event)
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {

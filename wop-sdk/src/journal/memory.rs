@@ -5,10 +5,10 @@ use super::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
 };
 use crate::host::{AttemptKey, BoxFuture, RunId};
-use crate::wire::{Event, RunEvent};
-use serde_json::Value;
+use crate::wire::{Event, RunEvent, rfc3339};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
 
 #[derive(Default)]
 struct State {
@@ -18,7 +18,9 @@ struct State {
     calls: HashMap<AttemptKey, Entry>,
     /// (run, attempt id) of every completed call: the lineage check does not scan.
     completed: HashSet<(RunId, String)>,
-    events: HashMap<RunId, Vec<RunEvent>>,
+    /// Each run's log: the typed events as written, with when. The v2 wrapper (id, RFC 3339
+    /// timestamp) is a function of these and is made when the log is read.
+    events: HashMap<RunId, Vec<(SystemTime, Event)>>,
     charges: BTreeMap<AttemptKey, Charge>,
     leases: HashMap<AttemptKey, Lease>,
 }
@@ -53,14 +55,14 @@ fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
 }
 
 /// Appends typed events to the run's log; returns the sequence of the last.
-fn push_events(state: &mut State, run: &RunId, events: Vec<Event>) -> u64 {
-    let log = state.events.entry(run.clone()).or_default();
-    let mut sequence = 0;
-    for event in events {
-        sequence = log.len() as u64;
-        log.push(RunEvent::now(run.as_str(), sequence, event));
-    }
-    sequence
+fn push_events(state: &mut State, run: &RunId, events: impl IntoIterator<Item = Event>) -> u64 {
+    let now = SystemTime::now();
+    let log = match state.events.get_mut(run) {
+        Some(log) => log,
+        None => state.events.entry(run.clone()).or_default(),
+    };
+    log.extend(events.into_iter().map(|e| (now, e)));
+    log.len().saturating_sub(1) as u64
 }
 
 /// `begin`, under the lock.
@@ -192,17 +194,12 @@ impl Journal for MemoryJournal {
         key: &'a AttemptKey,
         outcome: &'a Outcome,
         charge: Option<&'a Charge>,
-        events: &'a [(String, Value)],
+        events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        // Every event is typed before anything is written: all or nothing.
-        let typed = match events
-            .iter()
-            .map(|(kind, payload)| super::typed_event(kind, payload))
-            .collect::<Result<Vec<_>, _>>()
-        {
-            Ok(t) => t,
-            Err(e) => return ready(Err(e)),
-        };
+        // Every event is checked before anything is written: all or nothing.
+        if let Err(e) = events.iter().try_for_each(super::checked) {
+            return ready(Err(e));
+        }
         let mut s = self.lock();
         let Some(e) = s.calls.get_mut(key) else {
             return ready(Err(JournalError::Io(format!(
@@ -223,7 +220,7 @@ impl Journal for MemoryJournal {
         if let Some(c) = charge {
             s.charges.insert(key.clone(), c.clone());
         }
-        push_events(&mut s, &key.run_id, typed);
+        push_events(&mut s, &key.run_id, events);
         ready(Ok(()))
     }
 
@@ -249,19 +246,25 @@ impl Journal for MemoryJournal {
     fn append_event<'a>(
         &'a self,
         run: &'a RunId,
-        kind: &'a str,
-        payload: &'a Value,
+        event: Event,
     ) -> BoxFuture<'a, Result<u64, JournalError>> {
-        let event = match super::typed_event(kind, payload) {
-            Ok(e) => e,
-            Err(e) => return ready(Err(e)),
-        };
+        if let Err(e) = super::checked(&event) {
+            return ready(Err(e));
+        }
         let mut s = self.lock();
-        ready(Ok(push_events(&mut s, run, vec![event])))
+        ready(Ok(push_events(&mut s, run, [event])))
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
-        ready(Ok(self.lock().events.get(run).cloned().unwrap_or_default()))
+        let s = self.lock();
+        let log = s.events.get(run).map_or(&[][..], Vec::as_slice);
+        let events = (0..)
+            .zip(log)
+            .map(|(sequence, (at, event))| {
+                RunEvent::new(run.as_str(), sequence, rfc3339(*at), event.clone())
+            })
+            .collect();
+        ready(Ok(events))
     }
 
     fn charges<'a>(

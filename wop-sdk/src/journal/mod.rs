@@ -33,10 +33,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
-/// What an emitter recorded, as the typed v2 event a journal stores.
-pub(crate) fn typed_event(kind: &str, payload: &Value) -> Result<Event, JournalError> {
-    Event::from_emitted(kind, payload)
-        .map_err(|e| JournalError::Io(format!("event `{kind}` is not a valid v2 event: {e}")))
+/// Refuses an event that breaks a v2 payload rule ([`Event::check`]), naming the field.
+pub(crate) fn checked(event: &Event) -> Result<(), JournalError> {
+    event.check().map_err(|e| {
+        JournalError::Io(format!(
+            "event `{}` is not a valid v2 event: {e}",
+            event.kind()
+        ))
+    })
 }
 
 /// The schema version this build writes and reads.
@@ -258,13 +262,14 @@ pub trait Journal: Send + Sync {
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
     /// Writes the terminal outcome, its charge and the call's events in one transaction, and
-    /// gives up the call's lease.
+    /// gives up the call's lease. An event that breaks a payload rule ([`Event::check`]) refuses
+    /// the whole write: all or nothing.
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,
         outcome: &'a Outcome,
         charge: Option<&'a Charge>,
-        events: &'a [(String, Value)],
+        events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
     /// The recorded call, for a replay fork.
@@ -280,15 +285,15 @@ pub trait Journal: Send + Sync {
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, JournalError>>;
 
-    /// Appends one event to the run's log as a v2 event (typed by
-    /// [`Event::from_emitted`](crate::wire::Event::from_emitted), with its `eventId`, `timestamp`,
-    /// `schemaVersion`); returns its sequence number, from 0. An event that cannot be typed is
-    /// refused ([`JournalError::Io`] naming the field) and nothing is written.
+    /// Appends one event to the run's log, recorded now; returns its sequence number, from 0.
+    /// Read back ([`Journal::events`]) it has its v2 wrapper: `eventId` (derived from the run
+    /// and the sequence), `timestamp`, `schemaVersion`. An event that breaks a payload rule
+    /// ([`Event::check`]) is refused ([`JournalError::Io`] naming the field) and nothing is
+    /// written.
     fn append_event<'a>(
         &'a self,
         run: &'a RunId,
-        kind: &'a str,
-        payload: &'a Value,
+        event: Event,
     ) -> BoxFuture<'a, Result<u64, JournalError>>;
 
     /// The run's events in sequence order, `sequence` from 0.

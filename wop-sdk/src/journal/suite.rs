@@ -16,6 +16,11 @@ fn fp(b: u8) -> Fingerprint {
     Fingerprint([b; 32])
 }
 
+/// The typed event of `kind` with `payload`, as a host would read it.
+pub(crate) fn event(kind: &str, payload: serde_json::Value) -> Event {
+    Event::from_parts(kind, &payload).expect("a valid event")
+}
+
 fn completed(text: &str) -> Outcome {
     Outcome::Completed {
         result: text.to_owned(),
@@ -48,18 +53,13 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
         generations: 2,
         output_tokens: 300,
     };
-    let events = vec![(
-        "provider.usage".to_owned(),
+    let events = vec![event(
+        "provider.usage",
         json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": 100}),
     )];
-    j.finish(
-        &k,
-        &completed(r#"{"content":"hi"}"#),
-        Some(&charge),
-        &events,
-    )
-    .await
-    .expect("finish");
+    j.finish(&k, &completed(r#"{"content":"hi"}"#), Some(&charge), events)
+        .await
+        .expect("finish");
     assert_eq!(
         j.begin(&k, &fp(1), "x").await,
         Ok(Begin::Recorded {
@@ -69,7 +69,9 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
     );
     assert_eq!(j.begin(&k, &fp(2), "x").await, Ok(Begin::Mismatch));
     assert!(
-        j.finish(&k, &completed("again"), None, &[]).await.is_err(),
+        j.finish(&k, &completed("again"), None, Vec::new())
+            .await
+            .is_err(),
         "an outcome is written once"
     );
     let rows = j.charges(Some(&RunId::new("r1"))).await.expect("charges");
@@ -104,7 +106,9 @@ pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
         private_cause: "socket reset".into(),
         ambiguous: true,
     };
-    j.finish(&k, &failed, None, &[]).await.expect("finish");
+    j.finish(&k, &failed, None, Vec::new())
+        .await
+        .expect("finish");
     assert_eq!(
         j.begin(&k, &fp(3), "x").await,
         Ok(Begin::Recorded {
@@ -148,21 +152,35 @@ pub(crate) async fn runs_and_events(j: &dyn Journal) {
     assert_eq!(j.run(&RunId::new("r9")).await, Ok(Some(run)));
     let r = RunId::new("r9");
     assert_eq!(
-        j.append_event(&r, "node.started", &json!({"nodeId": "n", "typeId": "c.x"}))
-            .await,
+        j.append_event(
+            &r,
+            event("node.started", json!({"nodeId": "n", "typeId": "c.x"}))
+        )
+        .await,
         Ok(0)
     );
     assert_eq!(
-        j.append_event(&r, "node.completed", &json!({"nodeId": "n", "output": 1}))
-            .await,
+        j.append_event(
+            &r,
+            event("node.completed", json!({"nodeId": "n", "output": 1}))
+        )
+        .await,
         Ok(1)
     );
-    // An event that is not a valid v2 event is refused, naming the field; nothing is written.
+    // An event that breaks a v2 payload rule is refused, naming the field; nothing is written.
     let refused = j
-        .append_event(&r, "node.started", &json!({"nodeId": "n"}))
+        .append_event(
+            &r,
+            Event::RetryExhausted(crate::wire::RetryExhausted {
+                node_id: "n".into(),
+                total_attempts: 0,
+                final_reason: "parse-error".into(),
+                final_error: None,
+            }),
+        )
         .await;
     assert!(
-        matches!(&refused, Err(JournalError::Io(m)) if m.contains("payload.typeId")),
+        matches!(&refused, Err(JournalError::Io(m)) if m.contains("payload.totalAttempts")),
         "{refused:?}"
     );
     let events = j.events(&r).await.expect("events");
@@ -221,7 +239,7 @@ pub(crate) async fn leases(j: &dyn Journal) {
     // A live owner is waited for, until it finishes: the waiter reattaches to its outcome.
     let finishing = async {
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
-        j.finish(&k, &completed(r#"{"content":"owner"}"#), None, &[])
+        j.finish(&k, &completed(r#"{"content":"owner"}"#), None, Vec::new())
             .await
             .expect("finish");
     };

@@ -12,8 +12,8 @@ use crate::host::{AttemptKey, StreamSink};
 use crate::journal::{Charge, Outcome};
 use crate::policy::RetryPolicy;
 use crate::wire::{
-    Attempts, CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope, FinishReason, SemanticStatus,
-    StructuredOutputMode,
+    Attempts, CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope, Event, FinishReason,
+    SemanticStatus, StructuredOutputMode,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ pub(crate) struct Finished {
     /// For a completed call, the result whose exact text `outcome` records.
     pub(crate) result: Option<CallAiResult>,
     pub(crate) charge: Option<Charge>,
-    pub(crate) events: Vec<(String, Value)>,
+    pub(crate) events: Vec<Event>,
 }
 
 /// What an accepted reply gives the result.

@@ -3,7 +3,10 @@
 
 use super::retry::Signal;
 use crate::host::RunId;
-use crate::wire::{FinishReason, RunEvent, Usage, kind};
+use crate::wire::{
+    Event, FinishReason, NlToFormatEngaged, ProviderUsage, Refusal, RetryAttempted, RetryExhausted,
+    RunEvent, Truncated, Usage,
+};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -17,17 +20,16 @@ pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
 pub(crate) struct Live(pub(crate) Option<Observer>);
 
 impl Live {
-    pub(crate) fn observe(&self, run: &RunId, kind: &str, payload: &Value) {
-        if let Some(o) = &self.0
-            && let Ok(event) = crate::wire::Event::from_emitted(kind, payload)
-        {
+    pub(crate) fn observe(&self, run: &RunId, event: &Event) {
+        if let Some(o) = &self.0 {
             // Seen live, before the journal gives it its place in the log.
-            o(&RunEvent::now(run.as_str(), 0, event));
+            o(&RunEvent::now(run.as_str(), 0, event.clone()));
         }
     }
 }
 
-/// The events of one call: shown live as they happen, kept for the journal.
+/// The events of one call, typed as they are made: shown live as they happen, kept for the
+/// journal's terminal transaction.
 pub(crate) struct CallEvents<'a> {
     live: &'a Live,
     run: &'a RunId,
@@ -35,7 +37,7 @@ pub(crate) struct CallEvents<'a> {
     provider: &'a str,
     /// The call's index within its node execution (`x-callIndex` of its chunks).
     call_index: u32,
-    pub(crate) buffer: Vec<(String, Value)>,
+    pub(crate) buffer: Vec<Event>,
 }
 
 impl<'a> CallEvents<'a> {
@@ -56,41 +58,45 @@ impl<'a> CallEvents<'a> {
         }
     }
 
-    fn emit(&mut self, kind: &str, mut payload: Value) {
-        if let Value::Object(m) = &mut payload {
-            m.insert("nodeId".into(), Value::String(self.node_id.to_owned()));
-        }
-        self.live.observe(self.run, kind, &payload);
-        self.buffer.push((kind.to_owned(), payload));
+    fn emit(&mut self, event: Event) {
+        self.live.observe(self.run, &event);
+        self.buffer.push(event);
+    }
+
+    fn node(&self) -> String {
+        self.node_id.to_owned()
     }
 
     /// `provider.usage`: exactly one per provider request that reported usage.
     pub(crate) fn usage(&mut self, model: &str, usage: &Usage, output_tokens: u64) {
-        let mut p = json!({
-            "provider": self.provider,
-            "model": model,
-            "inputTokens": usage.input_tokens.unwrap_or(0),
-            "outputTokens": output_tokens,
-        });
-        if let Some(total) = usage.total_tokens {
-            p["totalTokens"] = json!(total);
-        }
-        self.emit(kind::PROVIDER_USAGE, p);
+        self.emit(Event::ProviderUsage(ProviderUsage {
+            provider: self.provider.to_owned(),
+            model: model.to_owned(),
+            input_tokens: usage.input_tokens.unwrap_or(0),
+            output_tokens,
+            total_tokens: usage.total_tokens,
+            node_id: Some(self.node()),
+        }));
     }
 
-    /// `envelope.truncated`.
+    /// `envelope.truncated`: the reply stopped at the request's token budget (`max_tokens`).
     pub(crate) fn truncated(&mut self, model: &str, output_tokens: Option<u64>) {
-        let mut p = json!({"provider": self.provider, "model": model, "stopReason": "length"});
-        if let Some(o) = output_tokens {
-            p["outputTokenCount"] = json!(o);
-        }
-        self.emit(kind::TRUNCATED, p);
+        self.emit(Event::Truncated(Truncated {
+            node_id: self.node(),
+            provider: self.provider.to_owned(),
+            model: model.to_owned(),
+            stop_reason: "max_tokens".to_owned(),
+            output_token_count: output_tokens,
+        }));
     }
 
     /// `envelope.refusal` (never the refusal text).
     pub(crate) fn refusal(&mut self, model: &str) {
-        let p = json!({"provider": self.provider, "model": model});
-        self.emit(kind::REFUSAL, p);
+        self.emit(Event::Refusal(Refusal {
+            node_id: self.node(),
+            provider: self.provider.to_owned(),
+            model: model.to_owned(),
+        }));
     }
 
     /// `output.chunk` for a piece of streamed text of provider request `attempt`. The payload
@@ -103,13 +109,14 @@ impl<'a> CallEvents<'a> {
             return;
         }
         let p = json!({
+            "nodeId": self.node_id,
             "runId": self.run.as_str(),
             "chunk": text,
             "isLast": false,
             "x-attempt": attempt,
             "x-callIndex": self.call_index,
         });
-        self.emit(OUTPUT_CHUNK, p);
+        self.emit(chunk_event(p));
     }
 
     /// The closing `output.chunk` of a streamed call (`isLast: true`, empty text): for a
@@ -117,6 +124,7 @@ impl<'a> CallEvents<'a> {
     /// `meta` for a failed one.
     pub(crate) fn last_chunk(&mut self, completed: Option<(FinishReason, Option<&str>)>) {
         let mut p = json!({
+            "nodeId": self.node_id,
             "runId": self.run.as_str(),
             "chunk": "",
             "isLast": true,
@@ -142,24 +150,38 @@ impl<'a> CallEvents<'a> {
         } else {
             p["x-failed"] = json!(true);
         }
-        self.emit(OUTPUT_CHUNK, p);
+        self.emit(chunk_event(p));
     }
 
     /// What the retry loop announces.
     pub(crate) fn signal(&mut self, signal: Signal) {
-        match signal {
-            Signal::RetryAttempted { attempt, reason } => self.emit(
-                kind::RETRY_ATTEMPTED,
-                json!({"attempt": attempt, "reason": reason}),
-            ),
-            Signal::RetryExhausted { total, reason } => self.emit(
-                kind::RETRY_EXHAUSTED,
-                json!({"totalAttempts": total, "finalReason": reason}),
-            ),
-            Signal::FallbackEngaged => self.emit(
-                kind::NL_TO_FORMAT_ENGAGED,
-                json!({"originalEnvelopeType": "structured", "fallbackCalls": 1}),
-            ),
-        }
+        let node_id = self.node();
+        self.emit(match signal {
+            Signal::RetryAttempted { attempt, reason } => Event::RetryAttempted(RetryAttempted {
+                node_id,
+                attempt,
+                reason: reason.to_owned(),
+                previous_error: None,
+            }),
+            Signal::RetryExhausted { total, reason } => Event::RetryExhausted(RetryExhausted {
+                node_id,
+                total_attempts: total,
+                final_reason: reason.to_owned(),
+                final_error: None,
+            }),
+            Signal::FallbackEngaged => Event::NlToFormatEngaged(NlToFormatEngaged {
+                node_id,
+                original_envelope_type: "structured".to_owned(),
+                fallback_calls: Some(1),
+            }),
+        });
+    }
+}
+
+/// `output.chunk`: not one of the types this SDK reads back typed; kept with its payload.
+fn chunk_event(payload: Value) -> Event {
+    Event::Other {
+        kind: OUTPUT_CHUNK.to_owned(),
+        payload,
     }
 }

@@ -2,8 +2,9 @@
 
 use super::LocalHost;
 use crate::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId, StreamSink};
-use crate::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, RunEvent};
-use serde_json::Value;
+use crate::wire::{
+    CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
+};
 
 impl Host for LocalHost {
     fn capability_document(&self) -> CapabilityDocument {
@@ -52,16 +53,11 @@ impl Host for LocalHost {
         Box::pin(std::future::ready(r))
     }
 
-    fn record_event<'a>(
-        &'a self,
-        run: &'a RunId,
-        kind: &'a str,
-        payload: Value,
-    ) -> BoxFuture<'a, ()> {
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            self.inner.live.observe(run, kind, &payload);
+            self.inner.live.observe(run, &event);
             // An event the journal cannot keep is still seen live; the run goes on.
-            let _ = self.inner.journal.append_event(run, kind, &payload).await;
+            let _ = self.inner.journal.append_event(run, event).await;
         })
     }
 

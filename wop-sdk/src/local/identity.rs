@@ -281,7 +281,7 @@ impl Inner {
                     ambiguous: true,
                 };
                 // Best effort: record the terminal failure so the next re-entry replays it.
-                let _ = self.journal.finish(key, &outcome, None, &[]).await;
+                let _ = self.journal.finish(key, &outcome, None, Vec::new()).await;
                 return Err(self.failure(key, public, cause, true));
             }
         }
@@ -297,15 +297,11 @@ impl Inner {
         // The lease is renewed while the call is in flight, and given up with the outcome. A
         // call whose caller gave up stops renewing it: another host takes it for ambiguous once
         // it expires (`journal::lease::LEASE_TTL`).
-        let finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
+        let mut finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
+        let events = std::mem::take(&mut finished.events);
         if let Err(e) = self
             .journal
-            .finish(
-                key,
-                &finished.outcome,
-                finished.charge.as_ref(),
-                &finished.events,
-            )
+            .finish(key, &finished.outcome, finished.charge.as_ref(), events)
             .await
         {
             // The outcome is not durable: on re-entry it is ambiguous and never charged.
@@ -358,7 +354,7 @@ impl Inner {
                 .await,
             Ok(Begin::Fresh)
         ) {
-            let _ = self.journal.finish(key, &outcome, None, &[]).await;
+            let _ = self.journal.finish(key, &outcome, None, Vec::new()).await;
         }
         self.replay_outcome(key, outcome, request.is_structured())
     }

@@ -7,7 +7,7 @@ use crate::budget::BudgetStatus;
 use crate::host::{Host, RunId};
 use crate::journal::RunRecord;
 use crate::node::{DynNode, NodeOutcome, execute};
-use crate::wire::{ErrorCode, ErrorEnvelope, kind};
+use crate::wire::{ErrorCode, ErrorEnvelope};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -162,17 +162,14 @@ impl LocalHost {
             }
         }
         let error = refusal?;
-        let payload = json!({"nodeId": node_id, "error": error});
-        self.inner.live.observe(run_id, kind::NODE_FAILED, &payload);
-        let _ = self
-            .inner
-            .journal
-            .append_event(run_id, kind::NODE_FAILED, &payload)
-            .await;
+        let result = Err(error);
+        let event = crate::node::ended(node_id, &result);
+        self.inner.live.observe(run_id, &event);
+        let _ = self.inner.journal.append_event(run_id, event).await;
         Some(NodeOutcome {
             run_id: run_id.clone(),
             node_id: node_id.to_owned(),
-            result: Err(error),
+            result,
             calls: Vec::new(),
             budget: BudgetStatus::default(),
         })

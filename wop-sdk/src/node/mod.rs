@@ -6,6 +6,7 @@ mod ctx;
 mod runner;
 
 pub use ctx::{CallReport, NodeCtx};
+pub(crate) use runner::ended;
 pub use runner::{NodeOutcome, execute};
 
 use crate::budget::CallPlan;

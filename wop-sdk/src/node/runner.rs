@@ -6,9 +6,9 @@ use super::{DynNode, NodeCtx, NodeErrorKind};
 use crate::budget::BudgetStatus;
 use crate::caps::RunCapabilities;
 use crate::host::{Host, RunId};
-use crate::wire::{ErrorCode, ErrorEnvelope, kind};
+use crate::wire::{ErrorCode, ErrorEnvelope, Event, NodeCompleted, NodeFailed, NodeStarted};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// How one node execution ended, and what its calls cost.
@@ -48,8 +48,11 @@ pub async fn execute(
     let caps = RunCapabilities::with_host(host.as_ref());
     host.record_event(
         &run_id,
-        kind::NODE_STARTED,
-        json!({"nodeId": node_id, "typeId": spec.type_id}),
+        Event::NodeStarted(NodeStarted {
+            node_id: node_id.to_owned(),
+            type_id: spec.type_id.to_owned(),
+            attempt: None,
+        }),
     )
     .await;
     let state = Arc::new(RunState::new(
@@ -94,24 +97,7 @@ pub async fn execute(
         }
     };
     state.failures.settle_remaining().await;
-    match &result {
-        Ok(output) => {
-            host.record_event(
-                &run_id,
-                kind::NODE_COMPLETED,
-                json!({"nodeId": node_id, "output": output}),
-            )
-            .await;
-        }
-        Err(error) => {
-            host.record_event(
-                &run_id,
-                kind::NODE_FAILED,
-                json!({"nodeId": node_id, "error": error}),
-            )
-            .await;
-        }
-    }
+    host.record_event(&run_id, ended(node_id, &result)).await;
     let books = state.books();
     NodeOutcome {
         run_id,
@@ -119,5 +105,21 @@ pub async fn execute(
         result,
         calls: books.calls.clone(),
         budget: books.budget,
+    }
+}
+
+/// `node.completed` with the output's ports, or `node.failed` with the public error.
+pub(crate) fn ended(node_id: &str, result: &Result<Value, ErrorEnvelope>) -> Event {
+    match result {
+        Ok(output) => Event::NodeCompleted(NodeCompleted {
+            node_id: node_id.to_owned(),
+            outputs: NodeCompleted::ports(output.clone()),
+            duration_ms: None,
+        }),
+        Err(error) => Event::NodeFailed(NodeFailed {
+            node_id: node_id.to_owned(),
+            error: error.into(),
+            attempts: None,
+        }),
     }
 }

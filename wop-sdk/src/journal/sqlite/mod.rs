@@ -20,7 +20,7 @@ mod writer;
 use crate::host::{AttemptKey, BoxFuture, RunId};
 use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
-    SCHEMA_VERSION, typed_event,
+    SCHEMA_VERSION, checked,
 };
 use crate::wire::{Event, RunEvent, rfc3339};
 use open::{check_tables, file_len, inspect, migrate, read_only_connection};
@@ -240,27 +240,26 @@ fn to_u64(v: i64) -> Result<u64, JournalError> {
     u64::try_from(v).map_err(|_| JournalError::Corrupt(format!("a stored count is negative: {v}")))
 }
 
-fn next_seq(conn: &Connection, run: &str) -> Result<i64, JournalError> {
-    conn.prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1")
-        .and_then(|mut s| s.query_row([run], |r| r.get(0)))
+/// The `seq` key of the run's next stored event, and its position in the run's log (they differ
+/// in a log migrated from schema 1, whose keys start at 1).
+fn next_seq(conn: &Connection, run: &str) -> Result<(i64, i64), JournalError> {
+    conn.prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0), COUNT(*) FROM events WHERE run_id = ?1")
+        .and_then(|mut s| s.query_row([run], |r| Ok((r.get(0)?, r.get(1)?))))
         .map_err(sql)
 }
 
 /// Stores a typed event: its v2 type and payload, and when it was recorded. Returns its sequence
 /// (its position in the run's log, from 0).
 fn push_event(conn: &Connection, run: &str, event: &Event) -> Result<u64, JournalError> {
-    let seq = next_seq(conn, run)?;
-    let payload = to_json(&event.payload())?;
+    let (seq, position) = next_seq(conn, run)?;
+    let payload = event.payload_text();
     let ts = rfc3339(SystemTime::now());
     conn.prepare_cached(
         "INSERT INTO events (run_id, seq, kind, payload, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
     )
     .and_then(|mut s| s.execute(params![run, seq, event.kind(), payload, ts]))
     .map_err(sql)?;
-    conn.prepare_cached("SELECT COUNT(*) - 1 FROM events WHERE run_id = ?1")
-        .and_then(|mut s| s.query_row([run], |r| r.get::<_, i64>(0)))
-        .map_err(sql)
-        .and_then(to_u64)
+    to_u64(position)
 }
 
 /// The timestamp of an event stored before timestamps were kept (schema version 1).
@@ -516,18 +515,14 @@ impl Journal for SqliteJournal {
         key: &'a AttemptKey,
         outcome: &'a Outcome,
         charge: Option<&'a Charge>,
-        events: &'a [(String, Value)],
+        events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let key = key.clone();
         let outcome = outcome.clone();
         let charge = charge.cloned();
-        let events = events.to_vec();
         self.submit(true, move |c| {
-            // Every event is typed before anything is written: all or nothing.
-            let events = events
-                .iter()
-                .map(|(kind, payload)| typed_event(kind, payload))
-                .collect::<Result<Vec<_>, _>>()?;
+            // Every event is checked before anything is written: all or nothing.
+            events.iter().try_for_each(checked)?;
             match read_call(c, &key)? {
                 None => return Err(no_identity(&key)),
                 Some((_, _, _, Some(_))) => {
@@ -629,14 +624,11 @@ impl Journal for SqliteJournal {
     fn append_event<'a>(
         &'a self,
         run: &'a RunId,
-        kind: &'a str,
-        payload: &'a Value,
+        event: Event,
     ) -> BoxFuture<'a, Result<u64, JournalError>> {
         let run = run.as_str().to_owned();
-        let kind = kind.to_owned();
-        let payload = payload.clone();
         self.submit(true, move |c| {
-            let event = typed_event(&kind, &payload)?;
+            checked(&event)?;
             push_event(c, &run, &event)
         })
     }

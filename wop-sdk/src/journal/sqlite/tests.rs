@@ -3,6 +3,7 @@
 
 use super::open::{side_file, user_version};
 use super::*;
+use crate::journal::suite::event;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::sync::atomic::AtomicUsize;
@@ -79,7 +80,7 @@ async fn journal_with(path: &Path, calls: u32) {
                 result: format!("{{\"content\":\"{}\"}}", "x".repeat(200)),
             },
             Some(&charge()),
-            &[("provider.usage".into(), usage(u64::from(i)))],
+            vec![event("provider.usage", usage(u64::from(i)))],
         )
         .await
         .expect("finish");
@@ -193,7 +194,7 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
             &k,
             &outcome,
             Some(&charge()),
-            &[("provider.usage".into(), usage(42))],
+            vec![event("provider.usage", usage(42))],
         )
         .await
         .expect("finish");
@@ -403,7 +404,7 @@ async fn a_read_only_journal_reads_and_refuses_writes() {
         j.begin(&key("r1", 9), &Fingerprint([7; 32]), "a-9")
             .await
             .map(|_| ()),
-        j.append_event(&RunId::new("r1"), "x.y", &json!({}))
+        j.append_event(&RunId::new("r1"), event("x.y", json!({})))
             .await
             .map(|_| ()),
         j.record_request(&key("r1", 0), 2, 1).await,
@@ -483,8 +484,8 @@ async fn a_failing_command_fails_alone_in_its_batch() {
     let second = Outcome::Completed {
         result: "[]".into(),
     };
-    let b = j.finish(&k1, &first, None, &[]);
-    let again = j.finish(&k1, &second, None, &[]);
+    let b = j.finish(&k1, &first, None, Vec::new());
+    let again = j.finish(&k1, &second, None, Vec::new());
     hold.await.expect("hold");
     assert_eq!(a.await, Ok(Begin::Fresh));
     assert!(matches!(bad.await, Err(JournalError::Io(m)) if m.contains("no identity")));
@@ -550,7 +551,7 @@ async fn concurrent_calls_are_all_kept() {
                         result: format!("{{\"i\":{i}}}"),
                     },
                     Some(&charge()),
-                    &[("provider.usage".into(), usage(u64::from(i)))],
+                    vec![event("provider.usage", usage(u64::from(i)))],
                 )
                 .await
                 .expect("finish");
@@ -630,8 +631,10 @@ async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
     assert_eq!(
         j.append_event(
             &RunId::new("run-1"),
-            "node.started",
-            &json!({"nodeId": "again", "typeId": "community.demo.x"})
+            event(
+                "node.started",
+                json!({"nodeId": "again", "typeId": "community.demo.x"})
+            )
         )
         .await,
         Ok(3)

@@ -123,8 +123,24 @@ pub enum Event {
     },
 }
 
-fn payload_of<T: Serialize>(p: &T) -> Value {
-    serde_json::to_value(p).unwrap_or_else(|_| Value::Object(Map::new()))
+/// An event's payload, serialized from its typed form (no intermediate `Value`).
+struct PayloadOf<'a>(&'a Event);
+
+impl Serialize for PayloadOf<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Event::ProviderUsage(p) => p.serialize(s),
+            Event::RetryAttempted(p) => p.serialize(s),
+            Event::RetryExhausted(p) => p.serialize(s),
+            Event::Truncated(p) => p.serialize(s),
+            Event::Refusal(p) => p.serialize(s),
+            Event::NlToFormatEngaged(p) => p.serialize(s),
+            Event::NodeStarted(p) => p.serialize(s),
+            Event::NodeCompleted(p) => p.serialize(s),
+            Event::NodeFailed(p) => p.serialize(s),
+            Event::Other { payload, .. } => payload.serialize(s),
+        }
+    }
 }
 
 impl Event {
@@ -147,17 +163,16 @@ impl Event {
     /// The v2 payload.
     pub fn payload(&self) -> Value {
         match self {
-            Self::ProviderUsage(p) => payload_of(p),
-            Self::RetryAttempted(p) => payload_of(p),
-            Self::RetryExhausted(p) => payload_of(p),
-            Self::Truncated(p) => payload_of(p),
-            Self::Refusal(p) => payload_of(p),
-            Self::NlToFormatEngaged(p) => payload_of(p),
-            Self::NodeStarted(p) => payload_of(p),
-            Self::NodeCompleted(p) => payload_of(p),
-            Self::NodeFailed(p) => payload_of(p),
             Self::Other { payload, .. } => payload.clone(),
+            typed => {
+                serde_json::to_value(PayloadOf(typed)).unwrap_or_else(|_| Value::Object(Map::new()))
+            }
         }
+    }
+
+    /// The v2 payload as JSON text, written from the typed payload.
+    pub fn payload_text(&self) -> String {
+        serde_json::to_string(&PayloadOf(self)).unwrap_or_else(|_| "{}".to_owned())
     }
 
     /// The node the event is about, when it is node-scoped.
@@ -312,18 +327,77 @@ impl Event {
         })
     }
 
-    /// The typed event for what an emitter of this SDK records through
-    /// `Host::record_event(run, kind, payload)`: [`Event::from_parts`], and a truncation the
-    /// emitter reports as `length` (the reply stopped because the request's `maxTokens` was
-    /// reached) is a cut at the token budget, `max_tokens`.
-    pub fn from_emitted(kind: &str, payload: &Value) -> Result<Self, WireError> {
-        let mut event = Self::from_parts(kind, payload)?;
-        if let Self::Truncated(t) = &mut event
-            && t.stop_reason == "length"
-        {
-            "max_tokens".clone_into(&mut t.stop_reason);
+    /// Checks the rules of the v2 payload schema that the types do not hold: `attempt` in
+    /// 1..=16, `totalAttempts` and `fallbackCalls` at least 1, the reasons' grammar, the
+    /// truncation's `stopReason` set, a `node.failed` error with a code and a message. A journal
+    /// refuses an event that breaks one (a `protocol_error` naming the field), whoever built it.
+    pub fn check(&self) -> Result<(), WireError> {
+        let field = |key: &str, rule: &str| WireError::protocol(format!("payload.{key}"), rule);
+        let reason = |key: &str, r: &str| match grammar::envelope_reason_problem(
+            r,
+            sets::ENVELOPE_FAILURE_REASONS,
+        ) {
+            None => Ok(()),
+            Some(problem) => Err(WireError::protocol(format!("payload.{key}"), problem)),
+        };
+        let node = |id: &str| {
+            if id.is_empty() {
+                Err(field("nodeId", "is required (a non-empty string)"))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Self::RetryAttempted(p) => {
+                node(&p.node_id)?;
+                if !(1..=16).contains(&p.attempt) {
+                    return Err(field("attempt", "is required (an integer in 1..=16)"));
+                }
+                reason("reason", &p.reason)
+            }
+            Self::RetryExhausted(p) => {
+                node(&p.node_id)?;
+                if p.total_attempts == 0 {
+                    return Err(field("totalAttempts", "is required (an integer ≥ 1)"));
+                }
+                reason("finalReason", &p.final_reason)
+            }
+            Self::Truncated(p) => {
+                node(&p.node_id)?;
+                if sets::STOP_REASONS.contains(&p.stop_reason.as_str()) {
+                    Ok(())
+                } else {
+                    Err(WireError::protocol(
+                        "payload.stopReason",
+                        format!(
+                            "must be one of {}",
+                            sets::quoted(sets::STOP_REASONS.iter().copied())
+                        ),
+                    ))
+                }
+            }
+            Self::NlToFormatEngaged(p) => {
+                node(&p.node_id)?;
+                if p.fallback_calls == Some(0) {
+                    return Err(field("fallbackCalls", "must be an integer ≥ 1"));
+                }
+                Ok(())
+            }
+            Self::NodeFailed(p) => {
+                node(&p.node_id)?;
+                if p.error.code.is_empty() {
+                    return Err(field("error.code", "is required (a non-empty string)"));
+                }
+                if p.error.message.is_empty() {
+                    return Err(field("error.message", "is required (a non-empty string)"));
+                }
+                Ok(())
+            }
+            Self::Refusal(p) => node(&p.node_id),
+            Self::NodeStarted(p) => node(&p.node_id),
+            Self::NodeCompleted(p) => node(&p.node_id),
+            Self::ProviderUsage(_) | Self::Other { .. } => Ok(()),
         }
-        Ok(event)
     }
 }
 
@@ -395,7 +469,7 @@ impl Serialize for RunEvent {
             m.serialize_entry("nodeId", node)?;
         }
         m.serialize_entry("type", self.event.kind())?;
-        m.serialize_entry("payload", &self.event.payload())?;
+        m.serialize_entry("payload", &PayloadOf(&self.event))?;
         m.serialize_entry("timestamp", &self.timestamp)?;
         m.serialize_entry("sequence", &self.sequence)?;
         m.serialize_entry("schemaVersion", &self.schema_version)?;

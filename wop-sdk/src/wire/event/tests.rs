@@ -61,14 +61,66 @@ fn the_first_payloads_are_read_as_v2() {
         retry.map(|e| e.payload()["reason"].clone()).ok(),
         Some(json!(PROVIDER_FAILURE_REASON))
     );
-    let cut = Event::from_emitted(
-        kind::TRUNCATED,
-        &json!({"nodeId": "n", "provider": "mock", "model": "m", "stopReason": "length"}),
-    );
-    assert_eq!(
-        cut.map(|e| e.payload()["stopReason"].clone()).ok(),
-        Some(json!("max_tokens"))
-    );
+}
+
+#[test]
+fn a_built_event_is_checked_against_the_payload_rules() {
+    let retry = |attempt, reason: &str| {
+        Event::RetryAttempted(RetryAttempted {
+            node_id: "n".into(),
+            attempt,
+            reason: reason.into(),
+            previous_error: None,
+        })
+    };
+    assert_eq!(retry(2, "parse-error").check(), Ok(()));
+    for (event, field) in [
+        (retry(0, "parse-error"), "payload.attempt"),
+        (retry(17, "parse-error"), "payload.attempt"),
+        (retry(2, "because"), "payload.reason"),
+        (
+            Event::RetryExhausted(RetryExhausted {
+                node_id: "n".into(),
+                total_attempts: 0,
+                final_reason: "parse-error".into(),
+                final_error: None,
+            }),
+            "payload.totalAttempts",
+        ),
+        (
+            Event::Truncated(Truncated {
+                node_id: "n".into(),
+                provider: "p".into(),
+                model: "m".into(),
+                stop_reason: "tired".into(),
+                output_token_count: None,
+            }),
+            "payload.stopReason",
+        ),
+        (
+            Event::NodeFailed(NodeFailed {
+                node_id: "n".into(),
+                error: EventError {
+                    code: "node_failed".into(),
+                    message: String::new(),
+                    details: None,
+                },
+                attempts: None,
+            }),
+            "payload.error.message",
+        ),
+        (
+            Event::NodeStarted(NodeStarted {
+                node_id: String::new(),
+                type_id: "c.x".into(),
+                attempt: None,
+            }),
+            "payload.nodeId",
+        ),
+    ] {
+        let e = event.check().expect_err(field);
+        assert_eq!(e.to_envelope().field(), Some(field), "{e:?}");
+    }
 }
 
 #[test]
