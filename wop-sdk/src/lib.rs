@@ -88,6 +88,7 @@ pub mod caps;
 pub mod cli;
 pub mod conformance;
 mod failure;
+mod hex;
 pub mod host;
 #[cfg(feature = "local")]
 pub mod journal;

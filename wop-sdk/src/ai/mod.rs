@@ -15,11 +15,11 @@ pub use completion::{AttemptId, Completion, InvalidOutput};
 pub use request::{AiRequest, IntoCall, RetryOf};
 pub use stream::{CallStream, Fragment, Provisional};
 
+use foldhash::HashMap;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::any::TypeId;
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 pub(crate) use crate::brand::Brand;
@@ -47,8 +47,8 @@ fn schema_cache() -> &'static RwLock<SchemaCache> {
     static CACHE: OnceLock<RwLock<SchemaCache>> = OnceLock::new();
     CACHE.get_or_init(|| {
         RwLock::new(SchemaCache {
-            by_type: HashMap::new(),
-            digests: HashMap::new(),
+            by_type: HashMap::default(),
+            digests: HashMap::default(),
         })
     })
 }
@@ -84,13 +84,9 @@ pub struct SchemaDigest {
 
 impl SchemaDigest {
     fn of(schema: &Value) -> Self {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let bytes = crate::wire::digest(schema);
         let mut hex = [0u8; 64];
-        for (i, b) in bytes.iter().enumerate() {
-            hex[2 * i] = HEX[usize::from(b >> 4)];
-            hex[2 * i + 1] = HEX[usize::from(b & 0xf)];
-        }
+        crate::hex::fill(&mut hex, &bytes);
         Self { bytes, hex }
     }
 

@@ -27,7 +27,6 @@ use base64::Engine as _;
 use clap::Args;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
@@ -116,12 +115,7 @@ pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, CliErro
     }
     let (mut manifest, schemas) = manifest_and_schemas(pack);
     let addon_file = format!("{}.node", pack.name());
-    let sha = Sha256::digest(&addon)
-        .iter()
-        .fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        });
+    let sha = crate::hex::of_bytes(&Sha256::digest(&addon));
     manifest["x-wopSdk"] = json!({
         "bridgeAbi": BRIDGE_ABI,
         "addon": if options.single_file { json!({"embedded": true, "sha256": sha}) }

@@ -277,18 +277,21 @@ pub fn retry_malformed_refused(obs: &Observed) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+/// Also the extra checks' tests: the events and runs they build are the same.
+pub(super) mod tests {
     use super::*;
     use crate::host::RunId;
     use crate::wire::ErrorEnvelope;
     use serde_json::json;
 
-    fn ev(kind: &str, payload: Value) -> RunEvent {
+    /// An event of `kind` as the host emitted it.
+    pub(in crate::conformance) fn ev(kind: &str, payload: Value) -> RunEvent {
         let event = crate::wire::Event::from_parts(kind, &payload).expect("a valid event");
         RunEvent::new("r", 0, String::new(), event)
     }
 
-    fn usage(out: u64) -> RunEvent {
+    /// A `provider.usage` event reporting `out` output tokens.
+    pub(in crate::conformance) fn usage(out: u64) -> RunEvent {
         ev(
             kind::PROVIDER_USAGE,
             json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": out, "nodeId": "main"}),
@@ -304,7 +307,8 @@ mod tests {
         }
     }
 
-    fn failed(error: ErrorEnvelope, events: Vec<RunEvent>) -> Observed {
+    /// A run that failed with `error`.
+    pub(in crate::conformance) fn failed(error: ErrorEnvelope, events: Vec<RunEvent>) -> Observed {
         Observed {
             run_id: RunId::new("r"),
             output: Err(error),

@@ -17,7 +17,7 @@ pub struct Fingerprint(pub [u8; 32]);
 impl Fingerprint {
     /// Lowercase hex.
     pub fn to_hex(&self) -> String {
-        hex(&self.0)
+        crate::hex::of_bytes(&self.0)
     }
 
     /// Parses lowercase hex.
@@ -31,15 +31,6 @@ impl Fingerprint {
         }
         Some(Self(out))
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 impl fmt::Debug for Fingerprint {
@@ -205,7 +196,7 @@ mod tests {
             "responseSchema".into(),
             Value::String(format!(
                 "sha256:{}",
-                hex(&crate::wire::canonical::digest(&schema))
+                crate::hex::of_bytes(&crate::wire::canonical::digest(&schema))
             )),
         );
         let mut text = String::new();

@@ -47,11 +47,15 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// This machine's boot id (Linux), or empty.
-fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
+/// This machine's boot id (Linux), or empty. Read once: it does not change while the process
+/// lives.
+fn boot_id() -> &'static str {
+    static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_default()
+    })
 }
 
 /// Whether process `pid` of this boot exists and is not a zombie (Linux `/proc`); `true` where
@@ -75,7 +79,7 @@ impl Lease {
         Self {
             holder: holder.into(),
             pid: std::process::id(),
-            boot: boot_id(),
+            boot: boot_id().to_owned(),
             heartbeat_ms: now_ms(),
         }
     }

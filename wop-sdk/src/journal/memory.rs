@@ -6,7 +6,7 @@ use super::{
 };
 use crate::host::{AttemptKey, BoxFuture, RunId};
 use crate::wire::{Event, RunEvent, rfc3339};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
@@ -21,7 +21,8 @@ struct State {
     /// Each run's log: the typed events as written, with when. The v2 wrapper (id, RFC 3339
     /// timestamp) is a function of these and is made when the log is read.
     events: HashMap<RunId, Vec<(SystemTime, Event)>>,
-    charges: BTreeMap<AttemptKey, Charge>,
+    /// Sorted by call when read.
+    charges: HashMap<AttemptKey, Charge>,
     leases: HashMap<AttemptKey, Lease>,
 }
 
@@ -272,10 +273,14 @@ impl Journal for MemoryJournal {
         run: Option<&'a RunId>,
     ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
         let s = self.lock();
-        let rows = s
+        let mut charged: Vec<_> = s
             .charges
             .iter()
             .filter(|(k, _)| run.is_none_or(|r| k.run_id == *r))
+            .collect();
+        charged.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let rows = charged
+            .into_iter()
             .map(|(k, c)| ChargeRow {
                 run_id: k.run_id.as_str().to_owned(),
                 node_id: k.node_id.clone(),

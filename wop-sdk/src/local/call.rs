@@ -326,7 +326,7 @@ impl Call<'_> {
             }),
         };
         // The exact text a redelivery or a replay reproduces: written once, here.
-        let text = serde_json::to_string(&result).unwrap_or_default();
+        let text = result.to_text();
         Finished {
             outcome: Outcome::Completed { result: text },
             charge: self.charge(l),

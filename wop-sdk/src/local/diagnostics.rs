@@ -6,8 +6,9 @@
 use super::lock;
 use crate::host::{AttemptKey, FailureToken, RunId};
 use crate::wire::ErrorEnvelope;
+use foldhash::HashMap;
 use serde::Serialize;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 

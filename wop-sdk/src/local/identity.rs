@@ -14,7 +14,7 @@ use crate::host::{AttemptKey, HostFailure, RunId, StreamSink};
 use crate::journal::lease::{self, Awaited};
 use crate::journal::{Begin, Fingerprint, Lease, Outcome, fingerprint};
 use crate::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::watch;
@@ -25,7 +25,10 @@ type Waiter = watch::Receiver<Option<Answer>>;
 pub(crate) struct Identities {
     in_flight: Mutex<HashMap<AttemptKey, (Fingerprint, Waiter)>>,
     next_id: AtomicU64,
-    seed: u64,
+    /// `att_<seed as 16 hex>`: every attempt id of this host starts with it.
+    id_prefix: String,
+    /// This host's name on the leases it takes.
+    holder: String,
 }
 
 /// A call this process is dispatching. Dropped (the caller gave up), it leaves the in-flight
@@ -62,16 +65,25 @@ impl Identities {
         Self {
             in_flight: Mutex::default(),
             next_id: AtomicU64::new(1),
-            seed,
+            id_prefix: format!("att_{seed:016x}"),
+            holder: format!("host-{seed:016x}"),
         }
     }
 
-    /// A new attempt id: this host's seed (time and process id at build) and a counter, so ids
-    /// from two processes sharing a journal do not collide. It names the call; it carries nothing
-    /// of the request.
+    /// A new attempt id: this host's seed (time and process id at build) and a counter (at
+    /// least 6 hex digits), so ids from two processes sharing a journal do not collide. It names
+    /// the call; it carries nothing of the request.
     fn new_attempt_id(&self) -> String {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        format!("att_{:016x}{n:06x}", self.seed)
+        let mut id = String::with_capacity(self.id_prefix.len() + 16);
+        id.push_str(&self.id_prefix);
+        crate::hex::push_u64(&mut id, n, 6);
+        id
+    }
+
+    /// A lease on a call of this host, renewed now.
+    fn lease(&self) -> Lease {
+        Lease::now(self.holder.as_str())
     }
 
     fn enter<'a>(&'a self, key: &'a AttemptKey, fp: Fingerprint) -> Entry<'a> {
@@ -230,7 +242,7 @@ impl Inner {
         // This host's lease on the call: a second host on the journal waits for it while it
         // lives. The identity, its lease and the announcement of the first provider request are
         // made durable in one write, before anything is dispatched.
-        let lease = Lease::now(format!("host-{:016x}", self.seed));
+        let lease = self.identities.lease();
         let begin = self
             .journal
             .begin_leased(key, fp, &attempt_id, plan.first_max_tokens, &lease)
@@ -357,5 +369,25 @@ impl Inner {
             let _ = self.journal.finish(key, &outcome, None, Vec::new()).await;
         }
         self.replay_outcome(key, outcome, request.is_structured())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attempt_ids_are_the_seed_and_a_counter_of_at_least_six_hex_digits() {
+        let ids = Identities::new(0x00ab_cdef_0123_4567);
+        assert_eq!(ids.new_attempt_id(), "att_00abcdef01234567000001");
+        for n in [0x2u64, 0xff_ffff, 0x100_0000, u64::MAX] {
+            ids.next_id.store(n, Ordering::Relaxed);
+            assert_eq!(
+                ids.new_attempt_id(),
+                format!("att_00abcdef01234567{n:06x}"),
+                "{n:#x}"
+            );
+        }
+        assert_eq!(ids.lease().holder, "host-00abcdef01234567");
     }
 }

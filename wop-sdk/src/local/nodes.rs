@@ -40,7 +40,11 @@ impl LocalHost {
     /// started by two processes on one journal do not collide.
     fn new_run_id(&self) -> RunId {
         let n = RUN_COUNTER.fetch_add(1, Ordering::SeqCst);
-        RunId::new(format!("local/{:016x}{n:016x}", self.inner.seed))
+        let mut id = String::with_capacity(6 + 32);
+        id.push_str("local/");
+        crate::hex::push_u64(&mut id, self.inner.seed, 16);
+        crate::hex::push_u64(&mut id, n, 16);
+        RunId::new(id)
     }
 
     fn as_host(&self) -> Arc<dyn Host> {

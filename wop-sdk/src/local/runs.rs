@@ -5,7 +5,7 @@
 use super::lock;
 use crate::host::RunId;
 use crate::wire::{ErrorCode, ErrorEnvelope};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 

@@ -48,12 +48,35 @@ pub fn canonical_json(v: &Value, out: &mut String) {
     }
 }
 
-/// Writes `s` as a JSON string (serde_json's escaping) without copying it into a `Value` first.
+/// Writes `s` as a JSON string, escaped as serde_json escapes (`\"`, `\\`, `\b \f \n \r \t`,
+/// other control characters as `\u00xx`; nothing else), in place.
 pub(crate) fn push_str_json(s: &str, out: &mut String) {
-    match serde_json::to_string(s) {
-        Ok(text) => out.push_str(&text),
-        Err(_) => out.push_str("null"),
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let escaped = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escaped.is_empty() {
+            out.push_str("\\u00");
+            crate::hex::push_u64(out, u64::from(b), 2);
+        } else {
+            out.push_str(escaped);
+        }
+        start = i + 1;
     }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// Writes an `f64` as canonical JSON writes a number.
@@ -75,6 +98,17 @@ pub fn digest(v: &Value) -> [u8; 32] {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let mut every_control: String = (0u8..0x20).map(char::from).collect();
+        every_control.push_str("\u{7f} / é 🦀 \" \\ end");
+        for s in ["", "plain", "a\"b", "tab\tnew\nline\r", &every_control] {
+            let mut out = String::new();
+            push_str_json(s, &mut out);
+            assert_eq!(out, serde_json::to_string(s).expect("serialize"), "{s:?}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

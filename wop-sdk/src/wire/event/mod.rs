@@ -433,13 +433,7 @@ pub fn event_id(run_id: &str, sequence: u64) -> String {
         .chain_update([0u8])
         .chain_update(sequence.to_be_bytes())
         .finalize();
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(32);
-    for b in digest.iter().take(16) {
-        id.push(char::from(HEX[usize::from(b >> 4)]));
-        id.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    id
+    crate::hex::of_bytes(&digest[..16])
 }
 
 /// One event of a run's log: the v2 wrapper around a typed [`Event`].

@@ -1,36 +1,11 @@
-//! A pack of nodes and its `pack.json` (v2): what `pack! { ... }` generates, and the checks a
-//! manifest must pass.
-//!
-//! ```rust,no_run
-//! use wop_sdk::manifest::{Pack, validate_manifest};
-//! # use wop_sdk::{NodeCtx, NodeError, wop_node};
-//! # #[wop_node(type_id = "community.demo.bookai.review", version = "1.0.0")]
-//! # async fn review(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> { Ok(input) }
-//! let pack = Pack::new("community.demo.bookai", "0.1.0").node(Review);
-//! let json = pack.manifest();
-//! assert_eq!(validate_manifest(&json), Ok(()));
-//! // schemas live in files the manifest names, relative to the pack folder
-//! let files = pack.schema_files();
-//! assert_eq!(files[0].0, "schemas/community.demo.bookai.review.input.json");
-//! assert!(pack.find("community.demo.bookai.review").is_some());
-//! ```
+//! [`validate_manifest`]: the pack.json v2 rules, each broken rule reported as one line naming
+//! its field: closed objects (with the v2 spelling of a renamed key), the grammars of names, type
+//! ids and versions, `engines`, `runtime`, `peerDependencies(Meta)` and each node.
 
-use crate::caps::Capability;
-use crate::node::{DynNode, Node};
+use super::{ENGINES_OPENWOP, X_MAX_CALLS, X_RETRY, is_semver, is_type_id};
 use crate::policy::RetryPolicy;
 use serde_json::{Map, Value, json};
-use std::fmt;
 use wop_sdk_rules::{grammar, sets};
-
-/// The `engines.openwop` range a v2 pack declares.
-pub const ENGINES_OPENWOP: &str = ">=2.0 <3.0.0";
-/// `runtime.language`: a production host loads the pack as JavaScript (the bridge's `index.mjs`
-/// loads the compiled nodes).
-pub const RUNTIME_LANGUAGE: &str = "javascript";
-/// `runtime.entry`: the file in the pack folder a host loads.
-pub const RUNTIME_ENTRY: &str = "index.mjs";
-/// The folder of the pack that holds the node schemas.
-pub const SCHEMA_DIR: &str = "schemas";
 
 /// The keys a pack.json v2 root may carry, besides extension keys.
 const ROOT_KEYS: &[&str] = &[
@@ -84,9 +59,6 @@ const RUNTIME_KEYS: &[&str] = &[
     "requires",
     "mcpServer",
 ];
-/// Our own node keys (extension keys: a host that does not know them ignores them).
-const X_MAX_CALLS: &str = "x-maxCalls";
-const X_RETRY: &str = "x-retry";
 /// What each key of the first manifests is called now.
 const RENAMED: &[(&str, &str)] = &[
     ("inputSchema", "inputSchemaRef (a file)"),
@@ -95,186 +67,8 @@ const RENAMED: &[(&str, &str)] = &[
     ("maxCalls", X_MAX_CALLS),
     ("retry", X_RETRY),
 ];
-/// The namespaces a pack name starts with.
-pub const NAMESPACES: &[&str] = wop_sdk_rules::sets::PACK_NAMESPACES;
 
-/// A pack: a name, a version and its nodes.
-pub struct Pack {
-    name: String,
-    version: String,
-    nodes: Vec<Box<dyn DynNode>>,
-}
-
-impl fmt::Debug for Pack {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pack")
-            .field("name", &self.name)
-            .field("version", &self.version)
-            .field("nodes", &self.type_ids())
-            .finish()
-    }
-}
-
-impl Pack {
-    /// An empty pack.
-    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            version: version.into(),
-            nodes: Vec::new(),
-        }
-    }
-
-    /// The pack with `node` added.
-    #[must_use]
-    pub fn node<N: Node>(mut self, node: N) -> Self {
-        self.nodes.push(Box::new(node));
-        self
-    }
-
-    /// The type ids of its nodes, in order.
-    pub fn type_ids(&self) -> Vec<&'static str> {
-        self.nodes.iter().map(|n| n.spec().type_id).collect()
-    }
-
-    /// The pack's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The pack's version.
-    pub fn version(&self) -> &str {
-        &self.version
-    }
-
-    /// The nodes, in declaration order.
-    pub fn nodes(&self) -> &[Box<dyn DynNode>] {
-        &self.nodes
-    }
-
-    /// The node with `type_id`.
-    pub fn find(&self, type_id: &str) -> Option<&dyn DynNode> {
-        self.nodes
-            .iter()
-            .find(|n| n.spec().type_id == type_id)
-            .map(|n| &**n)
-    }
-
-    /// `pack.json` v2.
-    ///
-    /// `runtime` is `{"language": "javascript", "entry": "index.mjs", "format": "esm"}`: the
-    /// folder a production host mounts loads the nodes through that module. Each node names its
-    /// schemas by `inputSchemaRef` / `outputSchemaRef` (the files of [`Pack::schema_files`]);
-    /// its budget and retry policy are our own keys, `x-maxCalls` and `x-retry`. Every node
-    /// calls a model, so the pack declares `peerDependencies: {"aiProviders": "required"}`;
-    /// when a node requires `attempts` or `retry_policy`,
-    /// `peerDependenciesMeta.aiProviders.facets` lists `callAccounting` (RFC 0248 §C).
-    pub fn manifest(&self) -> Value {
-        let nodes: Vec<Value> = self.nodes.iter().map(|n| node_json(&**n)).collect();
-        let mut m = Map::new();
-        m.insert("name".into(), json!(self.name));
-        m.insert("version".into(), json!(self.version));
-        m.insert("kind".into(), json!("node"));
-        m.insert("engines".into(), json!({"openwop": ENGINES_OPENWOP}));
-        m.insert(
-            "runtime".into(),
-            json!({"language": RUNTIME_LANGUAGE, "entry": RUNTIME_ENTRY, "format": "esm"}),
-        );
-        m.insert("nodes".into(), Value::Array(nodes));
-        if !self.nodes.is_empty() {
-            m.insert(
-                "peerDependencies".into(),
-                json!({"aiProviders": "required"}),
-            );
-        }
-        let accounting = self.nodes.iter().any(|n| {
-            n.spec()
-                .requires
-                .iter()
-                .any(|c| matches!(c, Capability::Attempts | Capability::RetryPolicy))
-        });
-        if accounting {
-            m.insert(
-                "peerDependenciesMeta".into(),
-                json!({"aiProviders": {"facets": ["callAccounting"]}}),
-            );
-        }
-        Value::Object(m)
-    }
-
-    /// Every schema file the manifest names, as (path relative to the pack folder, schema), in
-    /// node order: `schemas/<typeId>.input.json` then `schemas/<typeId>.output.json`.
-    pub fn schema_files(&self) -> Vec<(String, Value)> {
-        self.nodes
-            .iter()
-            .flat_map(|n| {
-                let id = n.spec().type_id;
-                [
-                    (schema_path(id, "input"), n.input_schema()),
-                    (schema_path(id, "output"), n.output_schema()),
-                ]
-            })
-            .collect()
-    }
-}
-
-/// `schemas/<typeId>.<which>.json`. A type id holds only letters, digits, `.`, `_` and `-`, so
-/// the name is a safe file name on every platform.
-fn schema_path(type_id: &str, which: &str) -> String {
-    format!("{SCHEMA_DIR}/{type_id}.{which}.json")
-}
-
-fn node_json(node: &dyn DynNode) -> Value {
-    let spec = node.spec();
-    let mut m = Map::new();
-    m.insert("typeId".into(), json!(spec.type_id));
-    m.insert("version".into(), json!(spec.version));
-    m.insert("category".into(), json!(spec.category.as_str()));
-    m.insert("role".into(), json!(spec.role.as_str()));
-    if let Some(label) = spec.label {
-        m.insert("label".into(), json!(label));
-    }
-    if let Some(description) = spec.description {
-        m.insert("description".into(), json!(description));
-    }
-    m.insert(
-        "inputSchemaRef".into(),
-        json!(schema_path(spec.type_id, "input")),
-    );
-    m.insert(
-        "outputSchemaRef".into(),
-        json!(schema_path(spec.type_id, "output")),
-    );
-    if let Some(max_calls) = spec.max_calls {
-        m.insert(X_MAX_CALLS.into(), json!(max_calls));
-    }
-    // `to_wire` is `None` for the host default: no `x-retry` then.
-    if let Some(retry) = spec.retry.to_wire() {
-        m.insert(
-            X_RETRY.into(),
-            serde_json::to_value(retry).unwrap_or(Value::Null),
-        );
-    }
-    Value::Object(m)
-}
-
-/// Whether `name` is a pack name: `namespace.owner.pack` (see
-/// [`rules::grammar::pack_name_problem`](wop_sdk_rules::grammar::pack_name_problem)).
-pub fn is_pack_name(name: &str) -> bool {
-    grammar::pack_name_problem(name).is_none()
-}
-
-/// Whether `id` is a node type id (see
-/// [`rules::grammar::type_id_problem`](wop_sdk_rules::grammar::type_id_problem)).
-pub fn is_type_id(id: &str) -> bool {
-    grammar::type_id_problem(id).is_none()
-}
-
-/// Whether `v` is a semantic version `MAJOR.MINOR.PATCH[-pre][+build]`.
-pub fn is_semver(v: &str) -> bool {
-    grammar::semver_problem(v).is_none()
-}
-
+/// Reports each key of `obj` (at path `at`) that is neither in `known` nor an extension key.
 fn unknown_keys(obj: &Map<String, Value>, at: &str, known: &[&str], errors: &mut Vec<String>) {
     for key in obj.keys() {
         if known.contains(&key.as_str()) || grammar::is_extension_key(key) {
@@ -389,6 +183,7 @@ pub fn validate_manifest(manifest: &Value) -> Result<(), Vec<String>> {
     }
 }
 
+/// `runtime`: `{language, entry}`, a closed object.
 fn validate_runtime(runtime: Option<&Value>, errors: &mut Vec<String>) {
     let Some(rt) = runtime.and_then(Value::as_object) else {
         errors.push("`runtime` is required: `{language, entry}`".to_owned());
@@ -414,6 +209,7 @@ fn validate_runtime(runtime: Option<&Value>, errors: &mut Vec<String>) {
     }
 }
 
+/// `peerDependenciesMeta`: per family, only `optional` and `facets`, each facet declared once.
 fn validate_peer_meta(meta: Option<&Value>, errors: &mut Vec<String>) {
     let Some(meta) = meta else { return };
     let Some(meta) = meta.as_object() else {
@@ -466,6 +262,7 @@ fn validate_peer_meta(meta: Option<&Value>, errors: &mut Vec<String>) {
     }
 }
 
+/// `nodes[i]`: a closed object with a unique type id; `seen` holds the ids before it.
 fn validate_node(i: usize, node: &Value, seen: &mut Vec<String>, errors: &mut Vec<String>) {
     let at = format!("nodes[{i}]");
     let Some(obj) = node.as_object() else {
@@ -533,72 +330,6 @@ fn validate_node(i: usize, node: &Value, seen: &mut Vec<String>, errors: &mut Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn grammars() {
-        assert!(is_pack_name("community.demo.bookai"));
-        assert!(!is_pack_name("community.bookai"));
-        assert!(!is_pack_name("bookai"));
-        assert!(!is_pack_name("acme.x.bookai"));
-        assert!(is_type_id("community.demo.bookai.draft-scene"));
-        assert!(is_type_id("core.ai.callPrompt"));
-        assert!(is_type_id("vendor.acme.my_tools.echo"));
-        assert!(!is_type_id("community.2fa.verify"));
-        assert!(!is_type_id("community.Bookai.x"));
-        assert!(is_semver("1.0.0-rc.1+b.2"));
-        assert!(!is_semver("1.0"));
-        assert!(!is_semver("01.0.0"));
-    }
-
-    #[test]
-    fn runtime_enums_are_the_shared_sets() {
-        use crate::node::{Category, Role};
-        fn same<T: fmt::Debug + Copy>(
-            all: &[T],
-            wire: fn(T) -> &'static str,
-            set: &[sets::Member],
-        ) {
-            assert_eq!(all.len(), set.len());
-            for (v, m) in all.iter().zip(set) {
-                assert_eq!((wire(*v), format!("{v:?}")), (m.wire, m.variant.to_owned()));
-            }
-        }
-        use Category as C;
-        same(
-            &[
-                C::Chat,
-                C::Control,
-                C::Data,
-                C::Canvas,
-                C::Coordination,
-                C::Integration,
-            ],
-            C::as_str,
-            sets::CATEGORIES,
-        );
-        same(&[Role::Pure, Role::SideEffect], Role::as_str, sets::ROLES);
-        use Capability as K;
-        same(
-            &[
-                K::AiProviders,
-                K::Attempts,
-                K::RetryPolicy,
-                K::ProviderUsage,
-                K::Replay,
-            ],
-            K::name,
-            sets::CAPABILITIES,
-        );
-    }
-
-    #[test]
-    fn an_empty_pack_is_refused() {
-        let m = Pack::new("community.demo.empty", "0.1.0").manifest();
-        let errors = validate_manifest(&m).err().unwrap_or_default();
-        assert_eq!(errors.len(), 1, "{errors:#?}");
-        assert!(errors[0].contains("at least one node"));
-        assert!(m.get("peerDependencies").is_none());
-    }
 
     #[test]
     fn old_node_keys_are_named_with_their_v2_spelling() {
