@@ -185,3 +185,45 @@ fn chunk_event(payload: Value) -> Event {
         payload,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::local::retry::Miss;
+
+    /// Every event the local host builds keeps the v2 payload rules: the journal refuses a call's
+    /// terminal write over one that does not, and the outcome would be lost.
+    #[test]
+    fn every_built_event_keeps_the_payload_rules() {
+        let live = Live(None);
+        let run = RunId::new("local/r");
+        let mut events = CallEvents::new(&live, &run, "main", "mock", 0);
+        let usage = Usage {
+            input_tokens: Some(3),
+            output_tokens: Some(4),
+            total_tokens: Some(7),
+        };
+        events.usage("m", &usage, 4);
+        events.truncated("m", Some(4));
+        events.truncated("m", None);
+        events.refusal("m");
+        events.chunk("text", 1);
+        events.last_chunk(Some((FinishReason::Stop, Some("m"))));
+        events.last_chunk(None);
+        for miss in [
+            Miss::Truncation,
+            Miss::Parse(String::new()),
+            Miss::Schema(String::new()),
+            Miss::Provider(String::new()),
+        ] {
+            let reason = miss.reason();
+            events.signal(Signal::RetryAttempted { attempt: 2, reason });
+            events.signal(Signal::RetryExhausted { total: 3, reason });
+        }
+        events.signal(Signal::FallbackEngaged);
+        assert_eq!(events.buffer.len(), 16);
+        for event in &events.buffer {
+            assert_eq!(event.check(), Ok(()), "{event:?}");
+        }
+    }
+}

@@ -36,13 +36,15 @@ pub(crate) enum Miss {
 }
 
 impl Miss {
-    /// The reason as `envelope.retry-attempted` and `envelope.retry-exhausted` name it.
+    /// The reason as `envelope.retry-attempted` and `envelope.retry-exhausted` name it: a
+    /// registered value, or this host's extension for a provider failure (the registry has
+    /// none).
     pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::Truncation => "truncation",
             Self::Parse(_) => "parse-error",
             Self::Schema(_) => "schema-violation",
-            Self::Provider(_) => "provider-error",
+            Self::Provider(_) => crate::wire::PROVIDER_FAILURE_REASON,
         }
     }
 }

@@ -1,0 +1,229 @@
+//! The SQLite journal's own tests: the shared suite and durability across reopen here; refusals
+//! that leave the file as it was ([`refusals`]); batches, concurrency and migration
+//! ([`batches`]).
+
+use super::open::{side_file, user_version};
+use super::*;
+use crate::journal::suite::event;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::atomic::AtomicUsize;
+
+mod batches;
+mod refusals;
+
+/// A fresh path in its own (not yet created) directory under the system temp dir.
+fn temp_path(name: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir()
+        .join(format!(
+            "wop-journal-{}-{nanos}-{n}-{name}",
+            std::process::id()
+        ))
+        .join("journal.db")
+}
+
+fn cleanup(path: &Path) {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+fn digest(path: &Path) -> [u8; 32] {
+    Sha256::digest(std::fs::read(path).expect("read the file")).into()
+}
+
+fn no_side_files(path: &Path) {
+    for suffix in ["-wal", "-shm", "-journal"] {
+        assert!(
+            !side_file(path, suffix).exists(),
+            "{suffix} was created next to {}",
+            path.display()
+        );
+    }
+}
+
+fn key(run: &str, call: u32) -> AttemptKey {
+    AttemptKey {
+        run_id: RunId::new(run),
+        node_id: "n1".into(),
+        call_index: call,
+    }
+}
+
+/// A valid `provider.usage` payload.
+fn usage(output_tokens: u64) -> Value {
+    json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": output_tokens})
+}
+
+fn charge() -> Charge {
+    Charge {
+        beneficiaries: vec!["u1".into(), "u2".into()],
+        generations: 1,
+        output_tokens: 42,
+    }
+}
+
+/// A closed journal holding `calls` finished calls.
+async fn journal_with(path: &Path, calls: u32) {
+    let j = SqliteJournal::open(path).expect("open");
+    for i in 0..calls {
+        let k = key("r1", i);
+        assert_eq!(
+            j.begin(&k, &Fingerprint([7; 32]), &format!("a-{i}")).await,
+            Ok(Begin::Fresh)
+        );
+        j.finish(
+            &k,
+            &Outcome::Completed {
+                result: format!("{{\"content\":\"{}\"}}", "x".repeat(200)),
+            },
+            Some(&charge()),
+            vec![event("provider.usage", usage(u64::from(i)))],
+        )
+        .await
+        .expect("finish");
+    }
+}
+
+fn refused(path: &Path) -> JournalError {
+    SqliteJournal::open(path).expect_err("a damaged file must be refused")
+}
+
+#[tokio::test]
+async fn sqlite_journal_passes_the_suite() {
+    let path = temp_path("suite");
+    let j = SqliteJournal::open(&path).expect("open");
+    assert_eq!(j.path(), path);
+    assert!(format!("{j:?}").contains("SqliteJournal"));
+    super::super::suite::begin_answers(&j).await;
+    super::super::suite::failures_and_lineage(&j).await;
+    super::super::suite::runs_and_events(&j).await;
+    super::super::suite::leases(&j).await;
+    drop(j);
+    cleanup(&path);
+}
+
+#[tokio::test]
+async fn the_first_request_is_durable_with_the_identity_in_one_commit() {
+    let path = temp_path("begin-first");
+    let k = key("r1", 0);
+    {
+        let j = SqliteJournal::open(&path).expect("open");
+        let before = j.commits();
+        assert_eq!(
+            j.begin_first_request(&k, &Fingerprint([1; 32]), "a-1", 256)
+                .await,
+            Ok(Begin::Fresh)
+        );
+        assert_eq!(j.commits() - before, 1, "one durable write");
+        // Re-entry: the identity is found, nothing more is recorded.
+        assert_eq!(
+            j.begin_first_request(&k, &Fingerprint([1; 32]), "a-2", 256)
+                .await,
+            Ok(Begin::Unfinished {
+                attempt_id: "a-1".into(),
+                requests: 1
+            })
+        );
+    }
+    let j = SqliteJournal::open(&path).expect("reopen");
+    assert_eq!(
+        j.begin(&k, &Fingerprint([1; 32]), "a-3").await,
+        Ok(Begin::Unfinished {
+            attempt_id: "a-1".into(),
+            requests: 1
+        })
+    );
+    drop(j);
+    cleanup(&path);
+}
+
+#[tokio::test]
+async fn a_begun_call_is_unfinished_after_reopen() {
+    let path = temp_path("begin-reopen");
+    let k = key("r1", 0);
+    {
+        let j = SqliteJournal::open(&path).expect("open");
+        assert_eq!(
+            j.begin(&k, &Fingerprint([1; 32]), "a-1").await,
+            Ok(Begin::Fresh)
+        );
+        j.record_request(&k, 1, 256).await.expect("request");
+    }
+    let j = SqliteJournal::open(&path).expect("reopen");
+    assert_eq!(
+        j.begin(&k, &Fingerprint([1; 32]), "a-2").await,
+        Ok(Begin::Unfinished {
+            attempt_id: "a-1".into(),
+            requests: 1
+        })
+    );
+    assert_eq!(
+        j.begin(&k, &Fingerprint([2; 32]), "a-2").await,
+        Ok(Begin::Mismatch)
+    );
+    drop(j);
+    cleanup(&path);
+}
+
+#[tokio::test]
+async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
+    let path = temp_path("finish-reopen");
+    let k = key("r1", 0);
+    // Key order, whitespace, escapes and non-ASCII must survive untouched.
+    let text = "{ \"z\":1,\"a\" : [1.50, 2e3],\"s\":\"h\\u00e9llo \\\"q\\\" \u{1F600}\" }";
+    let outcome = Outcome::Completed {
+        result: text.to_owned(),
+    };
+    {
+        let j = SqliteJournal::open(&path).expect("open");
+        j.begin_run(&RunRecord {
+            run_id: "r1".into(),
+            owner: "o".into(),
+            replay_of: None,
+            meta: json!({"node": "x"}),
+        })
+        .await
+        .expect("run");
+        j.begin(&k, &Fingerprint([1; 32]), "a-1")
+            .await
+            .expect("begin");
+        j.finish(
+            &k,
+            &outcome,
+            Some(&charge()),
+            vec![event("provider.usage", usage(42))],
+        )
+        .await
+        .expect("finish");
+    }
+    let j = SqliteJournal::open(&path).expect("reopen");
+    match j.begin(&k, &Fingerprint([1; 32]), "a-2").await {
+        Ok(Begin::Recorded {
+            attempt_id,
+            outcome: Outcome::Completed { result },
+        }) => {
+            assert_eq!(attempt_id, "a-1");
+            assert_eq!(result.as_bytes(), text.as_bytes());
+        }
+        other => panic!("expected a recorded completion, got {other:?}"),
+    }
+    let rows = j.charges(None).await.expect("charges");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].charge, charge());
+    assert_eq!(j.events(&RunId::new("r1")).await.expect("events").len(), 1);
+    assert_eq!(j.runs().await.expect("runs").len(), 1);
+    assert!(
+        j.completed_attempt(&RunId::new("r1"), "a-1")
+            .await
+            .expect("lineage")
+    );
+    drop(j);
+    cleanup(&path);
+}
