@@ -2,6 +2,9 @@
 //! received and with the bundled script.
 
 #[allow(dead_code)]
+#[path = "support/picture.rs"]
+mod picture;
+
 #[path = "../examples/book_ai/pack.rs"]
 mod pack;
 
@@ -280,12 +283,7 @@ async fn the_picture_has_a_bar_pair_per_node_and_metric() {
     assert_eq!(value("bar max-calls", "draft-1"), ["6"]);
     assert_eq!(value("bar used", "draft-1"), ["4"]);
     assert_eq!(value("bar used", "review-1"), ["1"]);
-    let texts: Vec<&str> = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text"))
-        .filter_map(|n| n.text())
-        .map(str::trim)
-        .collect();
+    let texts = picture::labels(&doc);
     for label in [
         "outline",
         "draft-1",

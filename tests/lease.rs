@@ -3,12 +3,16 @@
 //! the owner is gone (killed with SIGKILL) is the dispatch ambiguous. The owner is this test
 //! binary re-executed as a child (as in `tests/redelivery.rs`).
 
+#[path = "support/child.rs"]
+mod child;
+
+use child::{child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 use wop_sdk::host::{BoxFuture, RunId};
 use wop_sdk::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
@@ -80,11 +84,7 @@ fn lease_owner_child() {
         return;
     };
     let dir = PathBuf::from(dir);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    child_runtime().block_on(async {
         let host = LocalHost::builder()
             .sqlite_journal(dir.join("journal.sqlite"))
             .expect("journal")
@@ -104,13 +104,6 @@ fn lease_owner_child() {
     });
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wop-lease-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 /// The owner process; killed if a test ends before it does, so that no child outlives a failure.
 struct Owner(Child);
 
@@ -125,37 +118,9 @@ impl Drop for Owner {
 
 /// Starts the owner and waits until its provider holds the request.
 fn owner_in_flight(dir: &Path) -> Owner {
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "lease_owner_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("WOP_LEASE_OWNER_DIR", dir)
-        .spawn()
-        .expect("spawn the owner");
-    let start = Instant::now();
-    while !dir.join("dispatched").exists() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the owner ended before dispatching: {status}");
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the owner never dispatched"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = spawn_self("lease_owner_child", &[("WOP_LEASE_OWNER_DIR", dir)]);
+    wait_for(&mut child, &dir.join("dispatched"), "dispatching");
     Owner(child)
-}
-
-/// The second host, in this process, on the same journal file.
-fn second_host(dir: &Path, provider: &ScriptedProvider) -> LocalHost {
-    LocalHost::builder()
-        .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("open the journal")
-        .build()
 }
 
 fn spare_provider() -> ScriptedProvider {
@@ -168,10 +133,11 @@ fn spare_provider() -> ScriptedProvider {
 
 #[tokio::test]
 async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
-    let dir = temp_dir("live");
+    let dir = fresh_dir("wop-lease-live");
     let mut owner = owner_in_flight(&dir);
     let provider = spare_provider();
-    let host = second_host(&dir, &provider);
+    // The second host, in this process, on the same journal file.
+    let host = host_on_journal(&dir, &provider);
     let waiting = tokio::spawn({
         let host = host.clone();
         async move {
@@ -206,10 +172,11 @@ async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
 
 #[tokio::test]
 async fn a_second_host_waiting_on_an_owner_that_dies_reports_the_call_ambiguous() {
-    let dir = temp_dir("dies");
+    let dir = fresh_dir("wop-lease-dies");
     let mut owner = owner_in_flight(&dir);
     let provider = spare_provider();
-    let host = second_host(&dir, &provider);
+    // The second host, in this process, on the same journal file.
+    let host = host_on_journal(&dir, &provider);
     let waiting = tokio::spawn({
         let host = host.clone();
         async move {

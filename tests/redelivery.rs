@@ -2,12 +2,15 @@
 //! re-executed) runs a node against a SQLite journal and is killed with SIGKILL at a chosen point;
 //! the test then reopens the same file and redelivers the node.
 
+#[path = "support/child.rs"]
+mod child;
+
+use child::{child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wop_sdk::host::{BoxFuture, RunId};
 use wop_sdk::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
@@ -76,11 +79,7 @@ fn crash_child() {
         return;
     };
     let dir = PathBuf::from(dir);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    child_runtime().block_on(async {
         let builder = LocalHost::builder()
             .sqlite_journal(dir.join("journal.sqlite"))
             .expect("journal");
@@ -117,44 +116,20 @@ fn crash_child() {
     panic!("the child should have been killed before finishing");
 }
 
-fn spawn_child(mode: &str, dir: &Path) -> Child {
-    Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-        .env("WOP_CRASH_CHILD", mode)
-        .env("WOP_CRASH_DIR", dir)
-        .spawn()
-        .expect("spawn the child")
-}
-
 /// Runs the child until it reaches the kill point, then kills it with SIGKILL.
 fn crash_at(mode: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wop-crash-{mode}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let mut child = spawn_child(mode, &dir);
-    let start = Instant::now();
-    while !dir.join("marker").exists() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the child ended before the kill point: {status}");
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the child never reached the kill point"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let dir = fresh_dir(&format!("wop-crash-{mode}"));
+    let mut child = spawn_self(
+        "crash_child",
+        &[
+            ("WOP_CRASH_CHILD", Path::new(mode)),
+            ("WOP_CRASH_DIR", &dir),
+        ],
+    );
+    wait_for(&mut child, &dir.join("marker"), "the kill point");
     child.kill().expect("SIGKILL");
     let _ = child.wait();
     dir
-}
-
-/// A local host on the SQLite journal in `dir`, as a new process would open it.
-fn on_journal(dir: &Path, provider: &ScriptedProvider) -> LocalHost {
-    LocalHost::builder()
-        .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("open the journal")
-        .build()
 }
 
 async fn redeliver(dir: &Path) -> (LocalHost, ScriptedProvider, wop_sdk::node::NodeOutcome) {
@@ -163,7 +138,7 @@ async fn redeliver(dir: &Path) -> (LocalHost, ScriptedProvider, wop_sdk::node::N
             .into_iter()
             .collect(),
     );
-    let host = on_journal(dir, &provider);
+    let host = host_on_journal(dir, &provider);
     let outcome = host
         .redeliver(&RunId::new(RUN), "main", &OneCall, input())
         .await;
@@ -249,7 +224,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
         .into_iter()
         .collect(),
     );
-    let host = on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider);
     let run = RunId::new("done-run");
     let options = RunOptions {
         run_id: Some(run.clone()),
@@ -267,7 +242,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
     drop(host);
 
     // A new process would reopen the file: so does this host.
-    let host = on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider);
     let again = host.redeliver(&run, "main", &OneCall, input()).await;
     assert_eq!(
         again.result.as_ref().expect("replayed").to_string(),
@@ -309,7 +284,7 @@ async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source
             .into_iter()
             .collect(),
     );
-    let host = on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider);
     let source = RunId::new("fork-source");
     let options = RunOptions {
         run_id: Some(source.clone()),
@@ -326,7 +301,7 @@ async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source
     drop(host);
 
     // Another process: the fork's origin comes from the journal, not from memory.
-    let host = on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider);
     let again = host
         .redeliver(&fork.run_id, "main", &OneCall, input())
         .await;

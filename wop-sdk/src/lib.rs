@@ -43,8 +43,10 @@
 //! let provider = ScriptedProvider::new([Step::json(&serde_json::json!({"title": "Lamps"}), 3)].into_iter().collect());
 //! let host = LocalHost::builder().provider(provider).build();
 //! // `#[wop_node]` made the node type `NameBook` from `name_book`.
-//! let outcome = host.run(&NameBook, serde_json::json!("lighthouses")).await;
-//! assert!(outcome.result.is_ok());
+//! // Its own input type in, its own output type out (`host.run` takes and gives JSON, with
+//! // the call reports and the budget).
+//! let title = host.run_typed(&NameBook, "lighthouses".to_owned()).await;
+//! assert_eq!(title.map(|t| t.title).ok().as_deref(), Some("Lamps"));
 //! # }
 //! ```
 //!

@@ -1,7 +1,7 @@
 //! The capability document the local host advertises, from its settings.
 
 use super::LocalHost;
-use crate::wire::{CallAccounting, CapabilityDocument, Completion, Reliability, kind};
+use crate::wire::{CallAccounting, CapabilityDocument, EnvelopeCompletion, Reliability, kind};
 
 impl LocalHost {
     /// The capability document this host advertises.
@@ -26,7 +26,7 @@ impl LocalHost {
             reliability: Some(Reliability {
                 max_retry_attempts: c.max_retry_attempts,
                 events,
-                completion: Completion {
+                completion: EnvelopeCompletion {
                     distinguishes_truncation: true,
                     truncation_budget_multiplier: f64::from(c.truncation_multiplier),
                 },

@@ -73,6 +73,7 @@ mod provider;
 mod retry;
 mod runs;
 mod schemas;
+mod typed;
 
 pub use config::{LocalConfig, LocalHostBuilder};
 pub use diagnostics::Diagnostic;
@@ -80,6 +81,7 @@ pub use events::Observer;
 pub use mock::{Script, ScriptedProvider, Step};
 pub use nodes::RunOptions;
 pub use provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
+pub use typed::RunError;
 
 use crate::host::RunId;
 use crate::journal::{ChargeRow, Journal, JournalError};
@@ -141,6 +143,10 @@ impl Inner {
 }
 
 /// The embedded local host. Cheap to clone.
+///
+/// Run a node with [`LocalHost::run_typed`] to get its typed output or a [`RunError`] saying why
+/// there is none, or with [`LocalHost::run`] (JSON in, the whole [`crate::node::NodeOutcome`]
+/// out: the output or public error, the call reports, the budget).
 #[derive(Clone)]
 pub struct LocalHost {
     pub(crate) inner: Arc<Inner>,

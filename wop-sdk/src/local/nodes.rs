@@ -88,6 +88,17 @@ impl LocalHost {
         input: Value,
         options: RunOptions,
     ) -> NodeOutcome {
+        self.start_on(host, node, input, options).await.0
+    }
+
+    /// [`LocalHost::run_on`], and whether the node started (`false`: the host refused the run).
+    pub(super) async fn start_on(
+        &self,
+        host: Arc<dyn Host>,
+        node: &dyn DynNode,
+        input: Value,
+        options: RunOptions,
+    ) -> (NodeOutcome, bool) {
         let run_id = options.run_id.clone().unwrap_or_else(|| self.new_run_id());
         let node_id = options.node_id.clone().unwrap_or_else(|| "main".to_owned());
         let owner = options
@@ -102,13 +113,16 @@ impl LocalHost {
         };
         let charged = self.charged_generations(&run_id).await;
         let active = self.inner.runs.activate(&run_id, &owner, None, charged);
-        let outcome = match self.prepare(start, node, &input, options.script).await {
-            Some(refused) => refused,
-            None => execute(host, run_id.clone(), &node_id, node, input).await,
+        let (outcome, started) = match self.prepare(start, node, &input, options.script).await {
+            Some(refused) => (refused, false),
+            None => (
+                execute(host, run_id.clone(), &node_id, node, input).await,
+                true,
+            ),
         };
         drop(active);
         self.inner.diagnostics.run_finished(&run_id);
-        outcome
+        (outcome, started)
     }
 
     /// Records the run and readies the provider; the refusal of a run that cannot start.

@@ -37,14 +37,17 @@ pub struct Reliability {
     pub max_retry_attempts: u8,
     /// Reliability events the host emits, by full v2 name (`envelope.retry-exhausted`, …).
     pub events: Vec<String>,
-    /// Truncation handling.
-    pub completion: Completion,
+    /// Truncation handling (RFC 0033's envelope-completion contract).
+    pub completion: EnvelopeCompletion,
 }
 
-/// `envelopes.reliability.completion`.
+/// `envelopes.reliability.completion`: the host's attestation of RFC 0033's envelope-completion
+/// contract, that is whether it tells a truncated reply from a schema violation and how much it
+/// grows `maxTokens` when it retries a truncation. It describes the host, not a model's answer
+/// (that is [`crate::Completion`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Completion {
+pub struct EnvelopeCompletion {
     /// The host tells a truncation from other failures.
     pub distinguishes_truncation: bool,
     /// `maxTokens` is multiplied by this on a truncation retry: a number in 1..=8 (`1.5` is
@@ -289,7 +292,7 @@ impl CapabilityDocument {
                     .iter()
                     .map(|e| reliability_event_name(e))
                     .collect(),
-                completion: Completion {
+                completion: EnvelopeCompletion {
                     distinguishes_truncation,
                     truncation_budget_multiplier,
                 },

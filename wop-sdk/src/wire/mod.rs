@@ -15,8 +15,8 @@ mod result;
 
 pub use canonical::{canonical_json, digest};
 pub use caps::{
-    CallAccounting, CapabilityDocument, Completion, FamilyRecord, PROTOCOL_VERSION, Reliability,
-    reliability_event_name,
+    CallAccounting, CapabilityDocument, EnvelopeCompletion, FamilyRecord, PROTOCOL_VERSION,
+    Reliability, reliability_event_name,
 };
 pub use error::{ErrorCode, ErrorEnvelope, VENDOR_ORG, WireError};
 pub use event::{
