@@ -1,0 +1,87 @@
+//! What a call hands the provider: the temperature and stop sequences it set, and nothing at
+//! all when it names a provider the host does not have.
+
+use super::*;
+use wop_sdk::local::{Provider, ProviderError, ProviderReply, ProviderRequest};
+
+#[wop_node(type_id = "community.test.tuned", version = "1.0.0")]
+async fn tuned(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
+    let request = AiRequest::<Text>::prompt("a haiku")
+        .temperature(0.3)
+        .stop_sequences(["END", "\n\n"]);
+    let text = ctx.call_ai(request).await?.into_output()?.0;
+    Ok(Out {
+        text,
+        repaired: false,
+        attempts: None,
+    })
+}
+
+#[tokio::test]
+async fn temperature_and_stop_sequences_reach_the_provider() {
+    let (tuned, provider) = host(vec![Step::text("old pond", 2)]);
+    let out = tuned.run(&Tuned, json!({"prompt": "x"})).await;
+    assert_eq!(out.result.map(|v| v["text"].clone()), Ok(json!("old pond")));
+    let sent = provider.requests();
+    assert_eq!(sent[0].temperature, Some(0.3));
+    assert_eq!(
+        sent[0].stop_sequences.as_deref(),
+        Some(&["END".to_owned(), "\n\n".to_owned()][..])
+    );
+    // A call that sets neither sends neither.
+    let (plain, provider) = host(vec![scene("one two three four")]);
+    plain.run(&Draft, json!({"prompt": "write"})).await;
+    assert_eq!(provider.requests()[0].temperature, None);
+    assert_eq!(provider.requests()[0].stop_sequences, None);
+}
+
+/// A provider that answers every request with the same line and counts them.
+#[derive(Clone, Default)]
+struct House(Arc<std::sync::atomic::AtomicU32>);
+
+impl Provider for House {
+    fn name(&self) -> &str {
+        "house"
+    }
+
+    fn generate<'a>(
+        &'a self,
+        _request: ProviderRequest,
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async {
+            Ok(ProviderReply {
+                content: b"a line".to_vec(),
+                finish_reason: wop_sdk::wire::FinishReason::Stop,
+                usage: None,
+                mode: None,
+                model: None,
+            })
+        })
+    }
+}
+
+#[wop_node(type_id = "community.test.named", version = "1.0.0")]
+async fn named(ctx: &NodeCtx<'_>, provider: String) -> Result<String, NodeError> {
+    let c = ctx
+        .call_ai(AiRequest::<Text>::prompt("x").provider(provider))
+        .await?;
+    Ok(c.into_output()?.0)
+}
+
+#[tokio::test]
+async fn a_call_naming_a_provider_the_host_does_not_have_is_refused_before_any_request() {
+    let house = House::default();
+    let host = LocalHost::builder().provider(house.clone()).build();
+    let out = host.run(&Named, json!("elsewhere")).await;
+    let error = out.result.expect_err("refused");
+    assert_eq!(error.error, ErrorCode::ValidationError);
+    assert_eq!(error.field(), Some("provider"));
+    assert_eq!(house.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    // Its own name is served; the scripted provider stands in for any name.
+    let out = host.run(&Named, json!("house")).await;
+    assert_eq!(out.result, Ok(json!("a line")));
+    let (scripted, _) = self::host(vec![Step::text("scripted", 1)]);
+    let out = scripted.run(&Named, json!("openai")).await;
+    assert_eq!(out.result, Ok(json!("scripted")));
+}
