@@ -53,9 +53,11 @@
 //!
 //! Dropping a call's future releases everything it held: the node's reservation (the call is
 //! charged its worst case and reported `cancelled`), the host's in-flight entry, the ceiling
-//! slot. A dispatch given up mid-request has no recorded outcome: re-entering it is a terminal
-//! ambiguous failure, never charged and never repeated. Dropping a whole run (an aborted task)
-//! releases the run's record.
+//! slot. A dispatch given up mid-request has no known outcome: the host records its terminal
+//! ambiguous failure as it is dropped (on the runtime, releasing its lease), so re-entering it,
+//! here or on another host sharing the journal, replays that failure at once: never charged,
+//! never repeated. Only a host that dies mid-call leaves its lease to expire. Dropping a whole run
+//! (an aborted task) releases the run's record.
 
 mod call;
 mod capabilities;
