@@ -265,3 +265,42 @@ async fn a_server_that_never_answers_makes_the_call_ambiguous() {
     assert_eq!(server.received().len(), 1);
     assert!(host.diagnostics().iter().any(|d| d.ambiguous));
 }
+
+/// Names its provider and sets the sampling options: what a pack written for a named server does.
+#[wop_node(type_id = "community.openai-test.named", version = "1.0.0")]
+async fn named_call(ctx: &NodeCtx<'_>, provider: String) -> Result<String, NodeError> {
+    let request = AiRequest::<wop_sdk::Text>::prompt("One line.")
+        .provider(provider)
+        .temperature(0.2)
+        .stop_sequences(["END"]);
+    Ok(ctx.call_ai(request).await?.into_output()?.0)
+}
+
+#[tokio::test]
+async fn a_server_named_by_the_pack_gets_its_call_with_temperature_and_stop() {
+    let server = Server::start().await;
+    server.push([Answer::completion("a line", "stop", Some((5, 2)))]);
+    let config = config(&server).name("ollama").expect("a valid name");
+    let host = provider(config).local_host().build();
+    assert_eq!(host.capabilities().providers, vec!["ollama".to_owned()]);
+
+    let served = host.run(&NamedCall, json!("ollama")).await;
+    assert_eq!(served.result, Ok(json!("a line")));
+    let got = server.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body["temperature"], 0.2);
+    assert_eq!(got[0].body["stop"], json!(["END"]));
+    let events = host.events(&served.run_id).await;
+    let usage = events.iter().find(|e| e.kind() == "provider.usage");
+    assert_eq!(
+        usage.map(|e| e.payload()["provider"].clone()),
+        Some(json!("ollama"))
+    );
+
+    // A call naming a provider this host does not have never reaches the server.
+    let refused = host.run(&NamedCall, json!("openai")).await;
+    let error = refused.result.expect_err("refused");
+    assert_eq!(error.error, wop_sdk::wire::ErrorCode::ValidationError);
+    assert_eq!(error.field(), Some("provider"));
+    assert_eq!(server.received().len(), 1);
+}

@@ -68,6 +68,10 @@ pub struct ProviderArgs {
     /// The request field for the output budget [default: max_tokens].
     #[arg(long, value_enum, value_name = "FIELD")]
     pub token_field: Option<TokenField>,
+    /// The provider name the server answers to, when a pack names it in its calls (`ollama`,
+    /// `vllm`, ...) [default: openai]. A call naming another provider is refused.
+    #[arg(long, value_name = "NAME")]
+    pub provider_name: Option<String>,
 }
 
 impl ProviderArgs {
@@ -110,6 +114,7 @@ impl ProviderArgs {
                     ("--api-key-env", self.api_key_env.is_some()),
                     ("--structured-output", self.structured_output.is_some()),
                     ("--token-field", self.token_field.is_some()),
+                    ("--provider-name", self.provider_name.is_some()),
                 ];
                 if let Some((flag, _)) = openai_only.iter().find(|(_, set)| *set) {
                     return Err(CliError::usage(format!(
@@ -192,6 +197,11 @@ impl ProviderArgs {
             }
             None => {}
         }
+        if let Some(name) = &self.provider_name {
+            config = config
+                .name(name)
+                .map_err(|e| config_error("--provider-name", e))?;
+        }
         if let Some(f) = self.token_field {
             config = config.token_limit_field(match f {
                 TokenField::MaxTokens => TokenLimitField::MaxTokens,
@@ -271,6 +281,38 @@ mod tests {
             .build();
         assert_eq!(host.config().default_model, "env-model");
         assert!(!host.config().native_structured_output);
+    }
+
+    #[test]
+    #[cfg(feature = "openai")]
+    fn a_compatible_server_answers_to_the_name_it_is_given() {
+        let args = |name: &'static str| {
+            parse(&[
+                "--provider",
+                "openai",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--provider-name",
+                name,
+            ])
+        };
+        let host = args("ollama")
+            .host_builder_with(env(&[]))
+            .expect("named")
+            .build();
+        assert_eq!(host.capabilities().providers, vec!["ollama".to_owned()]);
+        let refused = args("Ollama Local")
+            .host_builder_with(env(&[]))
+            .map(|_| ())
+            .expect_err("refused")
+            .message;
+        assert!(
+            refused.starts_with("--provider-name: must be 1 to 64 characters"),
+            "{refused}"
+        );
+        assert!(error(&["--provider-name", "x"], &[]).contains("--provider-name configures"));
     }
 
     #[test]

@@ -110,6 +110,7 @@ impl std::error::Error for OpenAiConfigError {}
 /// | request timeout | the local host's provider timeout (120 s) |
 /// | connect timeout | 10 s |
 /// | largest reply body | the local host's largest reply (8 MiB) |
+/// | provider name | `openai` (what a call names in `provider`, and what the host advertises) |
 ///
 /// ```rust,no_run
 /// use wop_sdk::local::openai::{OpenAiConfig, OpenAiProvider, TokenLimitField};
@@ -129,6 +130,7 @@ pub struct OpenAiConfig {
     timeout: Duration,
     connect_timeout: Duration,
     max_reply_bytes: usize,
+    name: String,
 }
 
 impl OpenAiConfig {
@@ -154,6 +156,7 @@ impl OpenAiConfig {
             timeout: limits.provider_timeout,
             connect_timeout: Duration::from_secs(10),
             max_reply_bytes: limits.max_reply_bytes,
+            name: "openai".to_owned(),
         })
     }
 
@@ -196,6 +199,30 @@ impl OpenAiConfig {
     pub fn model(mut self, model: &str) -> Result<Self, OpenAiConfigError> {
         self.model = check_model(model, "model")?;
         Ok(self)
+    }
+
+    /// The name this provider answers to (default `openai`): a call whose `provider` names it is
+    /// served, one naming another provider is refused before any request, and the host
+    /// advertises it in `aiProviders.providers`. For a compatible server a pack names by its own
+    /// name (`ollama`, `vllm`, ...). 1 to 64 characters of `a-z`, `0-9`, `.`, `_`, `-`.
+    pub fn name(mut self, name: &str) -> Result<Self, OpenAiConfigError> {
+        let ok = (1..=64).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+        if !ok {
+            return Err(OpenAiConfigError::new(
+                "name",
+                format!("must be 1 to 64 characters of `a-z`, `0-9`, `.`, `_`, `-` (got `{name}`)"),
+            ));
+        }
+        name.clone_into(&mut self.name);
+        Ok(self)
+    }
+
+    /// The name this provider answers to.
+    pub fn provider_name(&self) -> &str {
+        &self.name
     }
 
     /// Which field carries the output budget.

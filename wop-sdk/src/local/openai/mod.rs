@@ -327,7 +327,7 @@ async fn read_body(
 
 impl Provider for OpenAiProvider {
     fn name(&self) -> &str {
-        "openai"
+        self.config.provider_name()
     }
 
     fn generate<'a>(
