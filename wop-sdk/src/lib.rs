@@ -57,9 +57,9 @@
 //! [`host::Host::call_ai`] → on the local host, `local/identity.rs` persists the call's identity
 //! (or replays, refuses, reattaches) → `local/call.rs` drives the retry state machine
 //! (`local/retry/`) through admission (`local/runs.rs`), the provider behind the reply guard
-//! (`local/guard.rs`) and schema validation (`local/schemas.rs`) → the typed
-//! [`wire::CallAiResult`] comes back (its journal text written once, the bytes a replay
-//! reproduces) → `node/call.rs` checks it as any host answer, charges the budget and makes the
+//! (`local/guard.rs`) and schema validation (`local/schemas.rs`), its events built as typed
+//! [`wire::Event`]s (`local/events.rs`) → the typed [`wire::CallAiResult`] comes back (its
+//! journal text written once, the bytes a replay reproduces) → `node/call.rs` checks it as any host answer, charges the budget and makes the
 //! typed [`Completion`], or records the opaque [`AiFailure`] (`failure.rs`). JSON is made only at
 //! the edges: the journal's text, the command line, a host bridge, and [`host::Host::call_ai_json`].
 //!

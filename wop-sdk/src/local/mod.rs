@@ -34,11 +34,13 @@
 //! (`node/call.rs`) and hands the typed request to [`crate::host::Host::call_ai`] (`local/host.rs`). The
 //! attempt-identity protocol (`local/identity.rs`) persists the call's identity in the journal,
 //! or replays, refuses or reattaches; a fresh call is dispatched (`local/call.rs`), driving the
-//! retry state machine (`local/retry.rs`) through admission (`local/runs.rs`), the provider
+//! retry state machine (`local/retry/`) through admission (`local/runs.rs`), the provider
 //! behind the reply guard (`local/guard.rs`) and schema validation (`local/schemas.rs`), with
-//! its events (`local/events.rs`). The outcome is written to the journal once as text (the bytes
-//! a replay reproduces) and returned typed; the runtime checks it and makes the typed
-//! [`crate::Completion`]. JSON is made only for the journal.
+//! its events built typed (`local/events.rs`, [`crate::wire::Event`]) and handed to the journal
+//! with the outcome in one write. The outcome is written to the journal once as text (the bytes
+//! a replay reproduces, [`crate::wire::CallAiResult::to_text`]) and returned typed; the runtime
+//! checks it and makes the typed [`crate::Completion`]. JSON is made only for the journal. The
+//! call runs in a `wop.call` tracing span.
 //!
 //! A streamed call ([`crate::NodeCtx::call_ai_stream`], [`crate::host::Host::call_ai_stream`])
 //! takes the same path. Each provider request goes through [`Provider::generate_stream`]; its
