@@ -94,7 +94,8 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
     assert_eq!(j.call_count().await, Ok(1));
 }
 
-/// A failed outcome is replayed as failed and is never a lineage source.
+/// A failed outcome is replayed as failed and is never a lineage source; a terminal write with an
+/// event that breaks a payload rule is refused whole.
 pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
     let k = key("r3", 0);
     assert_eq!(j.begin(&k, &fp(3), "a-3").await, Ok(Begin::Fresh));
@@ -128,6 +129,42 @@ pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
             .is_empty()
     );
     assert!(j.record_request(&key("nope", 0), 1, 1).await.is_err());
+
+    // A terminal write with an event that breaks a payload rule is refused whole: no outcome, no
+    // charge, no event; the call stays unfinished.
+    let k = key("r4", 0);
+    assert_eq!(j.begin(&k, &fp(4), "a-4").await, Ok(Begin::Fresh));
+    let charge = Charge {
+        beneficiaries: vec!["u4".into()],
+        generations: 1,
+        output_tokens: 5,
+    };
+    let events = vec![
+        event(
+            "provider.usage",
+            json!({"provider": "mock", "model": "m", "outputTokens": 5, "nodeId": "n"}),
+        ),
+        Event::RetryAttempted(crate::wire::RetryAttempted {
+            node_id: "n".into(),
+            attempt: 2,
+            reason: "because".into(),
+            previous_error: None,
+        }),
+    ];
+    let refused = j
+        .finish(&k, &completed(r#"{"content":"x"}"#), Some(&charge), events)
+        .await;
+    assert!(
+        matches!(&refused, Err(JournalError::Io(m)) if m.contains("payload.reason")),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        j.begin(&k, &fp(4), "x").await,
+        Ok(Begin::Unfinished { .. })
+    ));
+    let r4 = RunId::new("r4");
+    assert!(j.charges(Some(&r4)).await.expect("charges").is_empty());
+    assert!(j.events(&r4).await.expect("events").is_empty());
 }
 
 /// Runs, events and their order.
