@@ -35,8 +35,6 @@ fn schema() -> Value {
            "required": ["line"]})
 }
 
-// `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
-#[allow(clippy::useless_conversion)]
 fn request() -> ProviderRequest {
     ProviderRequest {
         run_id: RunId::new("local/bench"),

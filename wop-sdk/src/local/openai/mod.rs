@@ -76,6 +76,29 @@ mod reply;
 mod request;
 mod stream;
 
+/// The request the module's tests start from: run `local/r`, node `main`, model `m`, 8 tokens,
+/// no prompt, messages or sampling options; `schema` with `mode` for a structured one.
+#[cfg(test)]
+fn test_request(
+    schema: Option<serde_json::Value>,
+    mode: Option<crate::wire::StructuredOutputMode>,
+) -> ProviderRequest {
+    ProviderRequest {
+        run_id: crate::host::RunId::new("local/r"),
+        node_id: "main".into(),
+        provider: "openai".into(),
+        model: "m".into(),
+        system_prompt: None,
+        messages: Vec::new(),
+        max_tokens: 8,
+        temperature: None,
+        stop_sequences: None,
+        response_schema: schema.map(std::sync::Arc::new),
+        mode,
+        attempt: 1,
+    }
+}
+
 pub use config::{
     ApiKey, DEFAULT_BASE_URL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig,
     OpenAiConfigError, TokenLimitField,

@@ -136,26 +136,10 @@ pub(crate) fn unfence(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::RunId;
     use serde_json::json;
 
-    // `.into()`: the field is `Option<Value>` now and `Option<Arc<Value>>` after issue 16.
-    #[allow(clippy::useless_conversion)]
     fn request(mode: Option<StructuredOutputMode>) -> ProviderRequest {
-        ProviderRequest {
-            run_id: RunId::new("local/r"),
-            node_id: "main".into(),
-            provider: "openai".into(),
-            model: "m".into(),
-            system_prompt: None,
-            messages: Vec::new(),
-            max_tokens: 8,
-            temperature: None,
-            stop_sequences: None,
-            response_schema: mode.map(|_| json!({"type": "object"}).into()),
-            mode,
-            attempt: 1,
-        }
+        super::super::test_request(mode.map(|_| json!({"type": "object"})), mode)
     }
 
     fn body(v: &serde_json::Value) -> Vec<u8> {

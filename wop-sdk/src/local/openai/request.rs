@@ -148,7 +148,6 @@ pub(crate) fn schema_name(schema: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::RunId;
     use crate::wire::Message;
     use serde_json::json;
 
@@ -158,18 +157,10 @@ mod tests {
 
     fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> ProviderRequest {
         ProviderRequest {
-            run_id: RunId::new("local/r"),
-            node_id: "main".into(),
-            provider: "openai".into(),
-            model: "m".into(),
             system_prompt: Some("Be brief.".into()),
             messages: vec![Message::user("Hi")],
             max_tokens: 64,
-            temperature: None,
-            stop_sequences: None,
-            response_schema: schema.map(Into::into),
-            mode,
-            attempt: 1,
+            ..super::super::test_request(schema, mode)
         }
     }
 

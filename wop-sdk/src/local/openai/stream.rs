@@ -249,7 +249,6 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::RunId;
 
     fn events_of(feeds: &[&[u8]]) -> Vec<String> {
         let mut events = Events::default();
@@ -287,20 +286,7 @@ mod tests {
     }
 
     fn request() -> ProviderRequest {
-        ProviderRequest {
-            run_id: RunId::new("local/r"),
-            node_id: "main".into(),
-            provider: "openai".into(),
-            model: "m".into(),
-            system_prompt: None,
-            messages: Vec::new(),
-            max_tokens: 8,
-            temperature: None,
-            stop_sequences: None,
-            response_schema: None,
-            mode: None,
-            attempt: 1,
-        }
+        super::super::test_request(None, None)
     }
 
     fn read(events: &[&str]) -> (Vec<String>, Result<ProviderReply, ProviderError>) {
