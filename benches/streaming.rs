@@ -19,7 +19,7 @@ use wop_sdk::host::BoxFuture;
 use wop_sdk::journal::MemoryJournal;
 use wop_sdk::local::{LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest};
 use wop_sdk::wire::{FinishReason, Usage};
-use wop_sdk::{AiRequest, Category, Node, NodeCtx, NodeError, NodeSpec, RetryPolicy, Role, Text};
+use wop_sdk::{AiRequest, Node, NodeCtx, NodeError, NodeSpec, Text};
 
 /// One fragment's text: 16 bytes, about the size of a few tokens.
 const PIECE: &str = "the quick brown ";
@@ -88,17 +88,7 @@ struct Streamer(Mode);
 impl Node for Streamer {
     type Input = In;
     type Output = Out;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.bench.streamer",
-        version: "1.0.0",
-        category: Category::Chat,
-        role: Role::SideEffect,
-        label: None,
-        description: None,
-        max_calls: None,
-        retry: RetryPolicy::HOST_DEFAULT,
-        requires: &[],
-    };
+    const SPEC: NodeSpec = common::spec("community.bench.streamer");
 
     fn run<'a, 'run>(
         &'a self,

@@ -86,11 +86,10 @@ impl Caller {
     };
 }
 
-impl Node for Caller {
-    type Input = In;
-    type Output = Out;
-    const SPEC: NodeSpec = NodeSpec {
-        type_id: "community.bench.caller",
+/// The spec of a bench node: no budget, the host's retry default, nothing required.
+pub const fn spec(type_id: &'static str) -> NodeSpec {
+    NodeSpec {
+        type_id,
         version: "1.0.0",
         category: Category::Chat,
         role: Role::SideEffect,
@@ -99,7 +98,13 @@ impl Node for Caller {
         max_calls: None,
         retry: RetryPolicy::HOST_DEFAULT,
         requires: &[],
-    };
+    }
+}
+
+impl Node for Caller {
+    type Input = In;
+    type Output = Out;
+    const SPEC: NodeSpec = spec("community.bench.caller");
 
     fn run<'a, 'run>(
         &'a self,
