@@ -131,13 +131,19 @@ fn spare_provider() -> ScriptedProvider {
     )
 }
 
-#[tokio::test]
-async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
-    let dir = fresh_dir("wop-lease-live");
-    let mut owner = owner_in_flight(&dir);
+/// An owner in flight in a child process, and a second host in this process, on the same
+/// journal file, redelivering the owner's call (its task, still waiting).
+fn second_host_waiting(
+    dir: &Path,
+) -> (
+    Owner,
+    ScriptedProvider,
+    LocalHost,
+    tokio::task::JoinHandle<wop_sdk::node::NodeOutcome>,
+) {
+    let owner = owner_in_flight(dir);
     let provider = spare_provider();
-    // The second host, in this process, on the same journal file.
-    let host = host_on_journal(&dir, &provider);
+    let host = host_on_journal(dir, &provider);
     let waiting = tokio::spawn({
         let host = host.clone();
         async move {
@@ -145,6 +151,13 @@ async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
                 .await
         }
     });
+    (owner, provider, host, waiting)
+}
+
+#[tokio::test]
+async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
+    let dir = fresh_dir("wop-lease-live");
+    let (mut owner, provider, host, waiting) = second_host_waiting(&dir);
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(
         !waiting.is_finished(),
@@ -173,17 +186,7 @@ async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
 #[tokio::test]
 async fn a_second_host_waiting_on_an_owner_that_dies_reports_the_call_ambiguous() {
     let dir = fresh_dir("wop-lease-dies");
-    let mut owner = owner_in_flight(&dir);
-    let provider = spare_provider();
-    // The second host, in this process, on the same journal file.
-    let host = host_on_journal(&dir, &provider);
-    let waiting = tokio::spawn({
-        let host = host.clone();
-        async move {
-            host.redeliver(&RunId::new(RUN), "main", &LeasedCall, input())
-                .await
-        }
-    });
+    let (mut owner, provider, host, waiting) = second_host_waiting(&dir);
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(!waiting.is_finished(), "waiting while the owner lives");
     owner.0.kill().expect("SIGKILL the owner");
