@@ -110,6 +110,10 @@ async fn cli_run_node_with_openai_and_tracing() {
         "wop.provider.request",
         "gen_ai.request.model=test-model",
         "gen_ai.usage.output_tokens=9",
+        // The node's and the call's spans close too, with their outcome (README, "-v").
+        "wop.node{",
+        "wop.call{",
+        "wop.outcome=\"completed\"",
     ] {
         assert!(stderr.contains(needle), "`{needle}` missing:\n{stderr}");
     }
@@ -124,7 +128,8 @@ async fn cli_run_node_with_openai_and_tracing() {
         .collect();
     let o = book_ai(quiet).await;
     assert!(o.status.success());
-    assert!(!String::from_utf8_lossy(&o.stderr).contains("wop.provider.request"));
+    let quiet_err = String::from_utf8_lossy(&o.stderr);
+    assert!(!quiet_err.contains("wop.provider.request") && !quiet_err.contains("wop.call{"));
 
     // A missing model names the flag and the variable.
     let o = book_ai(vec![

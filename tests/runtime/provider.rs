@@ -85,3 +85,20 @@ async fn a_call_naming_a_provider_the_host_does_not_have_is_refused_before_any_r
     let out = scripted.run(&Named, json!("openai")).await;
     assert_eq!(out.result, Ok(json!("scripted")));
 }
+
+#[test]
+fn a_nan_temperature_and_an_empty_stop_list_set_nothing() {
+    let request = AiRequest::<Text>::prompt("x")
+        .temperature(f64::NAN)
+        .stop_sequences(Vec::<String>::new());
+    assert_eq!(request.wire().temperature, None);
+    assert_eq!(request.wire().stop_sequences, None);
+    // Out of range is clamped to 0..=2.
+    assert_eq!(
+        AiRequest::<Text>::prompt("x")
+            .temperature(7.0)
+            .wire()
+            .temperature,
+        Some(2.0)
+    );
+}
