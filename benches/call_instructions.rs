@@ -21,8 +21,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use wop_sdk::AiRequest;
 use wop_sdk::ai::schema_of;
-use wop_sdk::journal::MemoryJournal;
-use wop_sdk::local::LocalHost;
+use wop_sdk_host::journal::MemoryJournal;
+use wop_sdk_host::local::LocalHost;
 
 fn host(fail_first: u32) -> LocalHost {
     LocalHost::builder()

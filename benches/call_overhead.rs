@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 use wop_sdk::AiRequest;
 use wop_sdk::ai::schema_of;
-use wop_sdk::journal::{Journal, MemoryJournal, SqliteJournal};
-use wop_sdk::local::LocalHost;
+use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
+use wop_sdk_host::local::LocalHost;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

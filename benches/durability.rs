@@ -12,8 +12,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant as Clock};
-use wop_sdk::journal::SqliteJournal;
-use wop_sdk::local::LocalHost;
+use wop_sdk_host::journal::SqliteJournal;
+use wop_sdk_host::local::LocalHost;
 
 /// Calls per run: the run's own writes (its record, `node.started`, `node.completed`) are shared
 /// by this many calls.

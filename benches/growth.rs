@@ -15,10 +15,10 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 use wop_sdk::host::{AttemptKey, RunId};
-use wop_sdk::journal::SqliteJournal;
-use wop_sdk::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
-use wop_sdk::local::LocalHost;
 use wop_sdk::wire::{Event, ProviderUsage};
+use wop_sdk_host::journal::SqliteJournal;
+use wop_sdk_host::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
+use wop_sdk_host::local::LocalHost;
 
 const SIZES: [u32; 3] = [1_000, 10_000, 100_000];
 const PREFILL_CALLS_PER_RUN: u32 = 20;

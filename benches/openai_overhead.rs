@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wop_sdk::RunId;
-use wop_sdk::local::openai::{OpenAiConfig, OpenAiProvider};
-use wop_sdk::local::{Provider, ProviderRequest};
 use wop_sdk::wire::{Message, StructuredOutputMode};
+use wop_sdk_host::local::{Provider, ProviderRequest};
+use wop_sdk_host::provider::openai::{OpenAiConfig, OpenAiProvider};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

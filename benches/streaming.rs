@@ -16,10 +16,10 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 use wop_sdk::host::BoxFuture;
-use wop_sdk::journal::MemoryJournal;
-use wop_sdk::local::{LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest};
 use wop_sdk::wire::{FinishReason, Usage};
 use wop_sdk::{AiRequest, Node, NodeCtx, NodeError, NodeSpec, Text};
+use wop_sdk_host::journal::MemoryJournal;
+use wop_sdk_host::local::{LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest};
 
 /// One fragment's text: 16 bytes, about the size of a few tokens.
 const PIECE: &str = "the quick brown ";

@@ -15,7 +15,7 @@ mod demo;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
-use wop_sdk::journal::{Journal, MemoryJournal};
+use wop_sdk_host::journal::{Journal, MemoryJournal};
 
 fn journal() -> Arc<dyn Journal> {
     Arc::new(MemoryJournal::new())
@@ -25,7 +25,7 @@ async fn demo_report() -> (demo::BookReport, Vec<String>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&lines);
     let script = demo::bundled_script().expect("the bundled script parses");
-    let progress = wop_sdk::cli::Progress::sink(move |l| {
+    let progress = wop_sdk_host::cli::Progress::sink(move |l| {
         sink.lock().expect("lock").push(l.to_owned());
     });
     let report = demo::run_book(&demo::demo_brief(), script, journal(), progress)
@@ -303,9 +303,14 @@ async fn a_node_that_cannot_fit_refuses_the_run() {
     let mut brief = demo::demo_brief();
     brief.scenes_per_chapter = 3;
     let script = demo::bundled_script().expect("script");
-    let refused = demo::run_book(&brief, script, journal(), wop_sdk::cli::Progress::hidden())
-        .await
-        .expect_err("3 scenes x 3 requests exceed max_calls 6");
+    let refused = demo::run_book(
+        &brief,
+        script,
+        journal(),
+        wop_sdk_host::cli::Progress::hidden(),
+    )
+    .await
+    .expect_err("3 scenes x 3 requests exceed max_calls 6");
     assert!(!refused.estimate.fits());
     assert_eq!(
         refused.to_string(),
@@ -319,14 +324,14 @@ async fn the_demo_reports_the_same_figures_on_a_sqlite_journal() {
     let dir = std::env::temp_dir().join(format!("book-ai-demo-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let sqlite: Arc<dyn Journal> = Arc::new(
-        wop_sdk::journal::SqliteJournal::open(dir.join("book.db")).expect("sqlite journal"),
+        wop_sdk_host::journal::SqliteJournal::open(dir.join("book.db")).expect("sqlite journal"),
     );
     let script = demo::bundled_script().expect("script");
     let on_disk = demo::run_book(
         &demo::demo_brief(),
         script,
         Arc::clone(&sqlite),
-        wop_sdk::cli::Progress::hidden(),
+        wop_sdk_host::cli::Progress::hidden(),
     )
     .await
     .expect("fits");
@@ -448,10 +453,10 @@ async fn a_scene_stream_cut_after_fragments_is_discarded_and_the_call_fails() {
     let mut script: Value = serde_json::from_str(demo::SCRIPT).expect("script");
     script[2] =
         serde_json::json!({"chunks": ["{\"text\": \"Mara Quill", " climbed the"], "cut": true});
-    let script = wop_sdk::local::Script::from_json(&script).expect("script");
+    let script = wop_sdk_host::local::Script::from_json(&script).expect("script");
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&lines);
-    let progress = wop_sdk::cli::Progress::sink(move |l| {
+    let progress = wop_sdk_host::cli::Progress::sink(move |l| {
         sink.lock().expect("lock").push(l.to_owned());
     });
     let report = demo::run_book(&demo::demo_brief(), script, journal(), progress)

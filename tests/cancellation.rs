@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use wop_sdk::RunId;
 use wop_sdk::host::AttemptKey;
-use wop_sdk::journal::lease::LEASE_TTL;
-use wop_sdk::journal::{Journal, MemoryJournal, Outcome};
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::prelude::*;
 use wop_sdk::wire::ErrorCode;
+use wop_sdk_host::journal::lease::LEASE_TTL;
+use wop_sdk_host::journal::{Journal, MemoryJournal, Outcome};
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 struct Scene {

@@ -5,19 +5,19 @@
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wop_sdk::RunId;
-use wop_sdk::conformance::{
-    ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, EXTRA_IDS, LEG_IDS, LocalTarget,
-    MAX_ATTEMPTS_CAP, NO_BUDGET_GROWTH, OUTPUT_TOKENS_SUM, RETRY_MALFORMED_REFUSED, Report,
-    STRUCTURED_OUTPUT, USAGE_INCOMPLETE, Verdict, extra, run_conformance,
-};
 use wop_sdk::host::{AttemptKey, Host};
 use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
-use wop_sdk::journal::{Journal, MemoryJournal, SqliteJournal};
-use wop_sdk::local::{LocalHost, Script, ScriptedProvider};
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, Retry,
     RunEvent, StructuredOutputMode, kind, normalize_type,
 };
+use wop_sdk_host::conformance::{
+    ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, EXTRA_IDS, LEG_IDS, LocalTarget,
+    MAX_ATTEMPTS_CAP, NO_BUDGET_GROWTH, OUTPUT_TOKENS_SUM, RETRY_MALFORMED_REFUSED, Report,
+    STRUCTURED_OUTPUT, USAGE_INCOMPLETE, Verdict, extra, run_conformance,
+};
+use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
+use wop_sdk_host::local::{LocalHost, Script, ScriptedProvider};
 
 async fn honest_host_passes_all_legs_with(journal: Arc<dyn Journal>) {
     let host = LocalHost::builder().journal(journal).build();

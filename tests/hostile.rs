@@ -6,14 +6,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use wop_sdk::host::{AttemptKey, BoxFuture, Host, RunId};
-use wop_sdk::journal::{
+use wop_sdk::wire::{ErrorCode, Event, FinishReason, RunEvent, StructuredOutputMode};
+use wop_sdk_host::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, MemoryJournal, Outcome,
     RunRecord,
 };
-use wop_sdk::local::{
+use wop_sdk_host::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, ScriptedProvider, Step,
 };
-use wop_sdk::wire::{ErrorCode, Event, FinishReason, RunEvent, StructuredOutputMode};
 
 fn schema() -> Value {
     json!({"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}})

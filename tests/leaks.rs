@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use wop_sdk::host::Host;
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::wire::FinishReason;
 use wop_sdk::{AiRequest, NodeCtx, NodeError, Text, wop_node};
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 const PROVIDER_ERROR: &str = "upstream 503: org-7731 quota for key sk-live-PLANTED";
 const CREDENTIAL: &str = "credential-ref-vault://PLANTED/openai";

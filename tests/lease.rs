@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
 use wop_sdk::host::{BoxFuture, RunId};
-use wop_sdk::local::{
+use wop_sdk::wire::{ErrorCode, FinishReason, Usage};
+use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
+use wop_sdk_host::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
     ScriptedProvider, Step,
 };
-use wop_sdk::wire::{ErrorCode, FinishReason, Usage};
-use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 
 #[derive(Deserialize, Serialize, JsonSchema)]
 struct Title {

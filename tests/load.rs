@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::time::Duration;
 use wop_sdk::host::RunId;
-use wop_sdk::local::{LocalHost, RunOptions, ScriptedProvider, Step};
 use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
+use wop_sdk_host::local::{LocalHost, RunOptions, ScriptedProvider, Step};
 
 const RUNS: usize = 64;
 const CALLS: u32 = 20;

@@ -4,7 +4,7 @@
 //!
 //! Each test builds the addons (`cargo build -p book-ai-addon -p wop-sdk-quickstart-addon`,
 //! debug), writes the pack folders with `pack` (Book AI through its command line, the quickstart
-//! through `wop_sdk::cli::pack::write_pack`), and runs nodes through the harness in a real
+//! through `wop_sdk_host::pack::write_pack`), and runs nodes through the harness in a real
 //! Node process.
 
 #[allow(dead_code)]
@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use wop_sdk::cli::pack::{DEFAULT_TIMEOUT_MS, PackOptions, write_pack};
 use wop_sdk::wire::ErrorCode;
+use wop_sdk_host::pack::{DEFAULT_TIMEOUT_MS, PackOptions, write_pack};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

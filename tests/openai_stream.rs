@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use server::{Answer, Server};
 use wop_sdk::ai::Provisional;
-use wop_sdk::local::LocalHost;
-use wop_sdk::local::openai::{OpenAiConfig, OpenAiProvider};
 use wop_sdk::prelude::*;
+use wop_sdk_host::local::LocalHost;
+use wop_sdk_host::provider::openai::{OpenAiConfig, OpenAiProvider};
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 struct Scene {

@@ -5,10 +5,10 @@
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use wop_sdk::host::{AttemptKey, Host, RunId};
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, Retry, RunEvent, kind,
 };
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 const KEYS: &[&str] = &[
     "prompt",

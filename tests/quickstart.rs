@@ -1,7 +1,7 @@
 //! The README's quick start, compiled and run: a first node and its test.
 
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
-use wop_sdk::{AiRequest, NodeCtx, NodeError, RetryReason, wop_node};
+use wop_sdk::prelude::*;
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 /// One scene of a chapter. Doc comments become the response schema's descriptions.
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -81,7 +81,7 @@ async fn drafts_a_scene() {
 fn the_readme_shows_this_file() {
     let readme = include_str!("../README.md");
     let me = include_str!("quickstart.rs");
-    let start = me.find("use wop_sdk::local").expect("the node");
+    let start = me.find("use wop_sdk_host::local").expect("the node");
     let test = me.find("#[tokio::test]").expect("the test");
     let end = me.find("/// The README shows").expect("this test");
     assert!(

@@ -12,8 +12,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use wop_sdk::RunId;
-use wop_sdk::journal::{Journal, JournalError, RunRecord, SqliteJournal};
 use wop_sdk::wire::Event;
+use wop_sdk_host::journal::{Journal, JournalError, RunRecord, SqliteJournal};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(

@@ -8,9 +8,9 @@ mod trace;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::prelude::*;
 use wop_sdk::wire::ErrorCode;
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 struct Scene {

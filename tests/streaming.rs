@@ -8,11 +8,11 @@ use serde_json::json;
 use std::sync::Arc;
 use wop_sdk::ai::Provisional;
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::prelude::*;
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
 };
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 struct Scene {

@@ -8,9 +8,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use wop_sdk::host::{BoxFuture, RunId};
-use wop_sdk::local::{Provider, ProviderError, ProviderReply, ProviderRequest};
 use wop_sdk::wire::{FinishReason, Usage};
 use wop_sdk::{AiRequest, Category, Node, NodeCtx, NodeError, NodeSpec, RetryPolicy, Role, Text};
+use wop_sdk_host::local::{Provider, ProviderError, ProviderReply, ProviderRequest};
 
 /// The structured output every bench asks for.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]

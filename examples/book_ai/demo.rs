@@ -42,9 +42,9 @@ pub use run::{run_book, run_book_with};
 use crate::pack::BookBrief;
 use serde_json::Value;
 use std::sync::Arc;
-use wop_sdk::cli::Progress;
-use wop_sdk::journal::{Journal, MemoryJournal};
-use wop_sdk::local::{LocalConfig, Script};
+use wop_sdk_host::cli::Progress;
+use wop_sdk_host::journal::{Journal, MemoryJournal};
+use wop_sdk_host::local::{LocalConfig, Script};
 
 /// The bundled script, compiled into the binary.
 pub const SCRIPT: &str = include_str!("script.json");
@@ -77,7 +77,7 @@ pub fn bundled_script() -> Result<Script, String> {
 /// when the book completed, 1 when a node failed or the run was refused.
 pub async fn main(
     report: Option<std::path::PathBuf>,
-    provider: Option<(wop_sdk::local::openai::OpenAiProvider, bool)>,
+    provider: Option<(wop_sdk_host::provider::openai::OpenAiProvider, bool)>,
 ) -> std::process::ExitCode {
     let brief = demo_brief();
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());

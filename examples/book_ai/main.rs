@@ -43,11 +43,11 @@ fn main() -> ExitCode {
             }
             (report, flags)
         }
-        _ => return wop_sdk::cli::main(pack::pack()),
+        _ => return wop_sdk_host::cli::main(pack::pack()),
     };
     let provider = if demo_run {
         let flags = std::iter::once(args[0].clone()).chain(flags);
-        let parsed = wop_sdk::cli::ProviderArgs::parse_from(flags).and_then(|p| {
+        let parsed = wop_sdk_host::cli::ProviderArgs::parse_from(flags).and_then(|p| {
             Ok(p.openai_provider()?
                 .map(|o| (o, p.native_structured_output())))
         });

@@ -21,9 +21,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use wop_sdk::ai::{AiFailure, Completion, IntoCall};
-use wop_sdk::budget::{CallPlan, PlannedCall};
-use wop_sdk::{AiRequest, Node, NodeCtx, NodeError, RetryPolicy, RetryReason, Text, wop_node};
+use wop_sdk::prelude::*;
 
 // Output budgets, shared by each request and its node's `plan()`, so the estimate cannot drift
 // from what is really sent.

@@ -135,14 +135,14 @@ async fn the_run_ceiling_holds_across_node_executions_of_the_run() {
         b.max_generations_per_run(3)
     });
     let run = RunId::new("ceiling-redelivered");
-    let options = wop_sdk::local::RunOptions {
+    let options = wop_sdk_host::local::RunOptions {
         run_id: Some(run.clone()),
         ..Default::default()
     };
     let first = host.run_with(&Twice, json!({}), options).await;
     assert_eq!(first.result, Ok(json!(2)));
     // Another node of the same run: one generation left under the ceiling of 3.
-    let options = wop_sdk::local::RunOptions {
+    let options = wop_sdk_host::local::RunOptions {
         run_id: Some(run.clone()),
         node_id: Some("second".into()),
         ..Default::default()

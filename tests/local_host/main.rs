@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use wop_sdk::host::{AttemptKey, Host, RunId};
-use wop_sdk::local::{LocalHost, Script, ScriptedProvider, Step};
 use wop_sdk::wire::{ErrorCode, FinishReason, RunEvent, StructuredOutputMode, kind};
+use wop_sdk_host::local::{LocalHost, Script, ScriptedProvider, Step};
 
 fn schema() -> Value {
     json!({"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}})
@@ -31,7 +31,7 @@ fn valid() -> Step {
 
 fn host_with(
     steps: Vec<Step>,
-    f: impl FnOnce(wop_sdk::local::LocalHostBuilder) -> wop_sdk::local::LocalHostBuilder,
+    f: impl FnOnce(wop_sdk_host::local::LocalHostBuilder) -> wop_sdk_host::local::LocalHostBuilder,
 ) -> (LocalHost, ScriptedProvider) {
     let provider = ScriptedProvider::new(steps.into_iter().collect());
     let host = f(LocalHost::builder().provider(provider.clone())).build();

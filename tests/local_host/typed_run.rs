@@ -4,8 +4,8 @@
 use super::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use wop_sdk::local::{RunError, RunOptions};
 use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
+use wop_sdk_host::local::{RunError, RunOptions};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 struct Topic {

@@ -50,7 +50,7 @@ async fn the_eight_conformance_legs_pass_over_http() {
 /// scripted provider, every request over HTTP.
 #[tokio::test]
 async fn book_ai_over_http_reports_what_the_script_reports() {
-    use wop_sdk::journal::MemoryJournal;
+    use wop_sdk_host::journal::MemoryJournal;
     let brief = demo::demo_brief();
     let collect = || {
         let lines = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -65,7 +65,7 @@ async fn book_ai_over_http_reports_what_the_script_reports() {
         &brief,
         demo::bundled_script().expect("script"),
         Arc::new(MemoryJournal::new()),
-        wop_sdk::cli::Progress::sink(sink),
+        wop_sdk_host::cli::Progress::sink(sink),
     )
     .await
     .expect("fits");
@@ -81,7 +81,7 @@ async fn book_ai_over_http_reports_what_the_script_reports() {
         Arc::new(p),
         move |c| fit.configure_host(c),
         Arc::new(MemoryJournal::new()),
-        wop_sdk::cli::Progress::sink(sink),
+        wop_sdk_host::cli::Progress::sink(sink),
     )
     .await
     .expect("fits");

@@ -37,13 +37,15 @@ use serde_json::{Value, json};
 use server::{Answer, Server, scripted};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use wop_sdk::conformance::{ConformanceTarget, EchoAttempts, LEG_IDS, Observed, run_conformance};
 use wop_sdk::host::BoxFuture;
 use wop_sdk::host::Host;
-use wop_sdk::local::openai::{ApiKey, OpenAiConfig, OpenAiProvider, TokenLimitField};
-use wop_sdk::local::{LocalHost, Provider, ProviderError, ProviderRequest};
 use wop_sdk::wire::{FinishReason, Message, StructuredOutputMode, Usage};
 use wop_sdk::{AiRequest, NodeCtx, NodeError, RunId, wop_node};
+use wop_sdk_host::conformance::{
+    ConformanceTarget, EchoAttempts, LEG_IDS, Observed, run_conformance,
+};
+use wop_sdk_host::local::{LocalHost, Provider, ProviderError, ProviderRequest};
+use wop_sdk_host::provider::openai::{ApiKey, OpenAiConfig, OpenAiProvider, TokenLimitField};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 

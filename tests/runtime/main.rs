@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::node::execute;
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent,
@@ -17,6 +16,7 @@ use wop_sdk::{
     AiRequest, CallPlan, Capabilities, Estimate, NodeCtx, NodeError, PlannedCall, RetryPolicy,
     RetryReason, Text, wop_node,
 };
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 /// A scene.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]

@@ -2,7 +2,7 @@
 //! all when it names a provider the host does not have.
 
 use super::*;
-use wop_sdk::local::{Provider, ProviderError, ProviderReply, ProviderRequest};
+use wop_sdk_host::local::{Provider, ProviderError, ProviderReply, ProviderRequest};
 
 #[wop_node(type_id = "community.test.tuned", version = "1.0.0")]
 async fn tuned(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {

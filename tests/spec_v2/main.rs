@@ -28,11 +28,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::process::{Command, Output};
 use std::sync::Arc;
-use wop_sdk::journal::{Journal, SqliteJournal};
-use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
 use wop_sdk::manifest::{is_pack_name, is_type_id, validate_manifest};
 use wop_sdk::wire::{CapabilityDocument, ErrorCode, FinishReason, RunEvent, normalize_type};
 use wop_sdk::{AiRequest, NodeCtx, NodeError, pack, wop_node};
+use wop_sdk_host::journal::{Journal, SqliteJournal};
+use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
 
 // A pack to write documents from.
 

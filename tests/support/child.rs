@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use wop_sdk::local::{LocalHost, ScriptedProvider};
+use wop_sdk_host::local::{LocalHost, ScriptedProvider};
 
 /// An empty folder `<temp>/<name>-<pid>`, whatever an earlier run left there.
 pub fn fresh_dir(name: &str) -> PathBuf {

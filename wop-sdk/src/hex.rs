@@ -4,7 +4,7 @@
 const DIGITS: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `bytes` as lowercase hex, two digits a byte.
-pub(crate) fn push_bytes(out: &mut String, bytes: &[u8]) {
+pub fn push_bytes(out: &mut String, bytes: &[u8]) {
     out.reserve(bytes.len() * 2);
     for b in bytes {
         out.push(char::from(DIGITS[usize::from(b >> 4)]));
@@ -13,7 +13,7 @@ pub(crate) fn push_bytes(out: &mut String, bytes: &[u8]) {
 }
 
 /// Writes `bytes` as lowercase hex ASCII into `out` (two digits a byte, as far as `out` goes).
-pub(crate) fn fill(out: &mut [u8], bytes: &[u8]) {
+pub fn fill(out: &mut [u8], bytes: &[u8]) {
     for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
         pair[0] = DIGITS[usize::from(b >> 4)];
         pair[1] = DIGITS[usize::from(b & 0xf)];
@@ -21,7 +21,7 @@ pub(crate) fn fill(out: &mut [u8], bytes: &[u8]) {
 }
 
 /// `bytes` as lowercase hex.
-pub(crate) fn of_bytes(bytes: &[u8]) -> String {
+pub fn of_bytes(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);
     push_bytes(&mut s, bytes);
     s
@@ -29,7 +29,7 @@ pub(crate) fn of_bytes(bytes: &[u8]) -> String {
 
 /// Appends `n` in lowercase hex, zero-padded to at least `min_digits` (at most 16) digits: what
 /// `format!("{n:0width$x}")` writes.
-pub(crate) fn push_u64(out: &mut String, n: u64, min_digits: u32) {
+pub fn push_u64(out: &mut String, n: u64, min_digits: u32) {
     let digits = (64 - n.leading_zeros())
         .div_ceil(4)
         .clamp(min_digits.clamp(1, 16), 16);

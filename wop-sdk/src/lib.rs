@@ -12,14 +12,20 @@
 //!   only be settled or propagated with `?`;
 //! - **retry lineage**: a deliberate retry names the successful [`Completion`] it retries and a
 //!   [`RetryReason`] ([`AiRequest::retry_of`]); there is no way to pass an attempt id as a string;
-//! - **an embedded local host** that behaves like a production host, so `cargo test` means
-//!   something.
+//! - **budgets and plans**: a node's `max_calls` counted in provider requests, and the worst
+//!   case of a run before it starts ([`Estimate`]).
 //!
-//! # A node, run on the local host
+//! This crate is what a pack depends on: nodes, typed calls, completions and failures, budgets,
+//! policy, capability proofs, the manifest and the macros, with no host, no SQLite, no HTTP
+//! client and no command line in its tree. The embedded local host that runs a pack in tests and
+//! on a laptop (its journals, providers, command line and the RFC 0248 conformance harness) is
+//! the crate `wop-sdk-host`, a dev-dependency of a pack; the bridge to a host that loads
+//! JavaScript packs (openwop-app) is `wop-sdk-node`.
+//!
+//! # A node
 //!
 //! ```rust,no_run
-//! use wop_sdk::local::{LocalHost, ScriptedProvider, Step};
-//! use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
+//! use wop_sdk::prelude::*;
 //!
 //! /// A title. Doc comments become the response schema's descriptions.
 //! #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
@@ -39,63 +45,42 @@
 //!     completion.into_output().map_err(|invalid| NodeError::new(invalid.to_string()))
 //! }
 //!
-//! # async fn demo() {
-//! let provider = ScriptedProvider::new([Step::json(&serde_json::json!({"title": "Lamps"}), 3)].into_iter().collect());
-//! let host = LocalHost::builder().provider(provider).build();
-//! // `#[wop_node]` made the node type `NameBook` from `name_book`.
-//! // Its own input type in, its own output type out (`host.run` takes and gives JSON, with
-//! // the call reports and the budget).
-//! let title = host.run_typed(&NameBook, "lighthouses".to_owned()).await;
-//! assert_eq!(title.map(|t| t.title).ok().as_deref(), Some("Lamps"));
-//! # }
+//! // `#[wop_node]` made the node type `NameBook` from `name_book`; `pack!` lists it.
+//! wop_sdk::pack! { name = "community.example.books", version = "0.1.0", nodes = [NameBook] }
 //! ```
 //!
-//! # A call's path
+//! Run it in a test with `wop-sdk-host` (`LocalHost::builder().provider(..).build()` and
+//! `host.run_typed(&NameBook, topic)`), or on openwop-app with `cargo wop build`.
+//!
+//! # A call's path, on the pack's side
 //!
 //! [`NodeCtx::call_ai`] (`node/ctx.rs`) → `node/call.rs`: the node's budget reserves the call's
 //! worst case ([`budget::AttemptPlan`]) and the typed [`wire::CallAiRequest`] goes to
-//! [`host::Host::call_ai`] → on the local host, `local/identity.rs` persists the call's identity
-//! (or replays, refuses, reattaches) → `local/call.rs` drives the retry state machine
-//! (`local/retry/`) through admission (`local/runs.rs`), the provider behind the reply guard
-//! (`local/guard.rs`) and schema validation (`local/schemas.rs`), its events built as typed
-//! [`wire::Event`]s (`local/events.rs`) → the typed [`wire::CallAiResult`] comes back (its
-//! journal text written once, the bytes a replay reproduces) → `node/call.rs` checks it as any host answer, charges the budget and makes the
-//! typed [`Completion`], or records the opaque [`AiFailure`] (`failure.rs`). JSON is made only at
-//! the edges: the journal's text, the command line, a host bridge, and [`host::Host::call_ai_json`].
+//! [`host::Host::call_ai`] → the host answers a typed [`wire::CallAiResult`] or a
+//! [`host::HostFailure`] → `node/call.rs` checks the result as any host answer
+//! ([`wire::CallAiResult::check`]), charges the budget and makes the typed [`Completion`], or
+//! records the opaque [`AiFailure`] (`failure.rs`). The local host's side of the same call is in
+//! `wop-sdk-host`'s crate docs. JSON is made only at the edges: the journal's text, the command
+//! line, a host bridge, and [`host::Host::call_ai_json`].
 //!
 //! The modules follow the design, from the wire inwards: [`wire`], [`policy`], [`caps`], [`ai`],
-//! [`node`], [`budget`], [`host`]; then the embedded host ([`local`], [`journal`]), the
-//! conformance harness ([`conformance`]), the manifest ([`manifest`]) and the command line
-//! ([`cli`]). The embedded host, SQLite, the command line and the OpenAI-compatible provider
-//! (`local::openai`) are default-on features (`local`, `sqlite`, `cli`, `openai`), so a pack built
-//! for a production host or for `wasm32` can leave them out.
+//! [`node`], [`budget`], [`host`] (the boundary every host implements), and [`manifest`].
 //!
-//! The library emits [`tracing`](https://docs.rs/tracing) spans, nested: `wop.node` (one node
-//! execution, on any host: run, node, type, outcome), `wop.call` (one call on the local host:
-//! call index, outcome, error code, `attempts.count`) and `wop.provider.request` (one provider
-//! request, with the OpenTelemetry GenAI attribute names). It never installs a subscriber; the
-//! command line does (`RUST_LOG`, `-v`).
+//! The library emits a [`tracing`](https://docs.rs/tracing) span `wop.node` per node execution,
+//! on any host (run, node, type, outcome); the local host nests its `wop.call` and
+//! `wop.provider.request` spans in it. It never installs a subscriber.
 
 #![warn(missing_docs)]
-
-// The macros expand to `::wop_sdk::…` paths; this lets the crate use them itself (the conformance
-// fixture is a `#[wop_node]`).
-extern crate self as wop_sdk;
 
 pub mod ai;
 mod brand;
 pub mod budget;
 pub mod caps;
-#[cfg(feature = "cli")]
-pub mod cli;
-pub mod conformance;
 mod failure;
-mod hex;
+// The one hex writer of ids and digests, shared with `wop-sdk-host` (which pins this version).
+#[doc(hidden)]
+pub mod hex;
 pub mod host;
-#[cfg(feature = "local")]
-pub mod journal;
-#[cfg(feature = "local")]
-pub mod local;
 pub mod manifest;
 pub mod node;
 pub mod policy;
@@ -114,10 +99,11 @@ pub use policy::{RetryPolicy, RetryReason};
 /// journal) live in their own modules, for the few who implement a host or a bridge.
 pub mod prelude {
     pub use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Provisional, Text};
+    pub use crate::ai::{IntoCall, Output};
     pub use crate::budget::{CallPlan, PlannedCall};
-    pub use crate::node::{NodeCtx, NodeError};
+    pub use crate::node::{Node, NodeCtx, NodeError};
     pub use crate::policy::{RetryPolicy, RetryReason};
-    pub use crate::{retry, wop_node};
+    pub use crate::{pack, retry, wop_node};
 }
 
 /// Turns an `async fn` into an OpenWOP node.

@@ -47,8 +47,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant as Clock;
 use wop_sdk::AiRequest;
 use wop_sdk::ai::schema_of;
-use wop_sdk::journal::MemoryJournal;
-use wop_sdk::local::LocalHost;
+use wop_sdk_host::journal::MemoryJournal;
+use wop_sdk_host::local::LocalHost;
 
 /// The prompt and output budget of both sides: `benches/common::Caller`'s request.
 const PROMPT: &str = "Write one line.";

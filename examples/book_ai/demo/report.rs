@@ -6,9 +6,9 @@ use crate::pack::{ChapterDraft, Outline, Review};
 use std::collections::BTreeMap;
 use std::fmt;
 use wop_sdk::budget::NodeEstimate;
-use wop_sdk::cli::report::{Chart, ChartRow};
 use wop_sdk::node::{CallReport, NodeOutcome};
 use wop_sdk::{Estimate, RunId};
+use wop_sdk_host::cli::report::{Chart, ChartRow};
 
 use super::run::Sent;
 
@@ -211,7 +211,7 @@ impl fmt::Display for BookReport {
                     "  {:<10} call {}: {}",
                     n.outcome.node_id,
                     c.call_index,
-                    wop_sdk::cli::call_summary(c)
+                    wop_sdk_host::cli::call_summary(c)
                 )?;
             }
             if let Err(e) = &n.outcome.result {

@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use wop_sdk::budget::NodeEstimate;
-use wop_sdk::cli::{Progress, WatchedProvider};
-use wop_sdk::journal::Journal;
-use wop_sdk::local::{
-    LocalConfig, LocalHost, Provider, ProviderRequest, RunOptions, Script, ScriptedProvider,
-};
 use wop_sdk::node::DynNode;
 use wop_sdk::{Capabilities, Estimate, Node, RunId};
+use wop_sdk_host::cli::{Progress, WatchedProvider};
+use wop_sdk_host::journal::Journal;
+use wop_sdk_host::local::{
+    LocalConfig, LocalHost, Provider, ProviderRequest, RunOptions, Script, ScriptedProvider,
+};
 
 /// The run refused to start: some node's worst case does not fit its `max_calls`.
 #[derive(Debug)]
@@ -180,7 +180,7 @@ async fn run_book_on(
 
     // 1. The estimate, before anything is sent. A node that cannot fit refuses the run.
     let estimate = estimate_book(&host, brief);
-    progress.text(&wop_sdk::cli::estimate_table(&estimate));
+    progress.text(&wop_sdk_host::cli::estimate_table(&estimate));
     if !estimate.fits() {
         return Err(Refused { estimate });
     }

@@ -4,8 +4,8 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use wop_sdk::cli::Progress;
 use wop_sdk::wire::RunEvent;
+use wop_sdk_host::cli::Progress;
 
 /// The streamed calls being shown, per node: the text of the current attempt so far.
 #[derive(Clone, Default)]

@@ -197,7 +197,8 @@ impl<'run> NodeCtx<'run> {
     /// unvalidated, through the host's JSON edge ([`Host::call_ai_json`]), so that the host's own
     /// refusal of a malformed policy is what gets tested (RFC 0248 §B.5). Crate-private: packs
     /// cannot send what the typed [`RetryPolicy`] refuses.
-    pub(crate) async fn call_ai_with_raw_retry<T: Output>(
+    #[doc(hidden)]
+    pub async fn call_ai_with_raw_retry<T: Output>(
         &self,
         request: AiRequest<T>,
         raw_retry: serde_json::Value,

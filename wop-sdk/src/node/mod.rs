@@ -6,8 +6,8 @@ mod ctx;
 mod runner;
 
 pub use ctx::{CallReport, NodeCtx};
-#[cfg(feature = "local")]
-pub(crate) use runner::ended;
+#[doc(hidden)]
+pub use runner::ended;
 pub use runner::{NodeOutcome, execute};
 
 use crate::budget::CallPlan;

@@ -145,7 +145,7 @@ async fn execute_in(
 }
 
 /// `node.completed` with the output's ports, or `node.failed` with the public error.
-pub(crate) fn ended(node_id: &str, result: &Result<Value, ErrorEnvelope>) -> Event {
+pub fn ended(node_id: &str, result: &Result<Value, ErrorEnvelope>) -> Event {
     match result {
         Ok(output) => Event::NodeCompleted(NodeCompleted {
             node_id: node_id.to_owned(),

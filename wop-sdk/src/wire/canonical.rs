@@ -50,7 +50,7 @@ pub fn canonical_json(v: &Value, out: &mut String) {
 
 /// Writes `s` as a JSON string, escaped as serde_json escapes (`\"`, `\\`, `\b \f \n \r \t`,
 /// other control characters as `\u00xx`; nothing else), in place.
-pub(crate) fn push_str_json(s: &str, out: &mut String) {
+pub fn push_str_json(s: &str, out: &mut String) {
     out.reserve(s.len() + 2);
     out.push('"');
     let mut start = 0;
@@ -80,7 +80,7 @@ pub(crate) fn push_str_json(s: &str, out: &mut String) {
 }
 
 /// Writes an `f64` as canonical JSON writes a number.
-pub(crate) fn push_f64(f: f64, out: &mut String) {
+pub fn push_f64(f: f64, out: &mut String) {
     if f.fract() == 0.0 && f.abs() < 9.0e15 {
         #[allow(clippy::cast_possible_truncation)]
         out.push_str(&(f as i64).to_string());

@@ -175,7 +175,8 @@ pub struct WireError {
 }
 
 impl WireError {
-    pub(crate) fn validation(field: impl Into<String>, rule: impl Into<String>) -> Self {
+    /// A `validation_error` naming the offending key and the rule it broke.
+    pub fn validation(field: impl Into<String>, rule: impl Into<String>) -> Self {
         Self {
             code: ErrorCode::ValidationError,
             field: field.into(),

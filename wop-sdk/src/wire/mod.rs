@@ -5,7 +5,8 @@
 //! what a pack sent breaks a rule as `validation_error`, what a host sent as `protocol_error`.
 //! v2 spellings are written; v1 spellings are accepted on input.
 
-pub(crate) mod canonical;
+#[doc(hidden)]
+pub mod canonical;
 mod caps;
 mod error;
 mod event;

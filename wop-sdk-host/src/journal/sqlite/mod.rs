@@ -1,0 +1,449 @@
+//! The durable journal: one SQLite file (bundled SQLite, WAL, `synchronous=FULL`).
+//!
+//! A dedicated writer thread owns the connection. Every journal call becomes a command sent to it
+//! over a channel and answered through a oneshot. The thread drains every command already queued
+//! and runs them in one transaction (group commit: one fsync for the batch), each inside its own
+//! savepoint so that a failing command fails alone; the answers go out only after the commit, so
+//! [`Journal::begin`] is durable before it returns. When the commit itself fails, every command of
+//! that batch fails with [`JournalError::Io`] and nothing of it is kept.
+//!
+//! Opening inspects an existing file before SQLite may write to it: the header is checked by hand
+//! (magic, page size, declared length against the file length, schema version), then a read-only
+//! connection checks the schema and runs `PRAGMA quick_check`. A damaged, foreign or newer file is
+//! refused with [`JournalError::Corrupt`] or [`JournalError::NewerSchema`] and left as it was.
+//!
+//! The parts: `open` (inspection, schema, migration), `writer` (the thread and its group
+//! commit), `rows` (the SQL of each table), and this file (the journal over them).
+
+mod open;
+mod rows;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+#[cfg(test)]
+use rows::UNKNOWN_TIME;
+use rows::{
+    begin_in, from_json, key_params, parse_fingerprint, push_event, read_call, read_lease,
+    read_run, record_request_in, to_json, to_run, to_u64,
+};
+
+use crate::journal::{
+    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
+    SCHEMA_VERSION, checked,
+};
+use open::{check_tables, file_len, inspect, migrate, read_only_connection};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
+use wop_sdk::wire::{Event, RunEvent};
+use writer::{Job, Task, writer_loop};
+
+/// How long a statement waits for a lock held by another process before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A journal in one SQLite file.
+pub struct SqliteJournal {
+    path: PathBuf,
+    read_only: bool,
+    tx: Option<mpsc::Sender<Box<dyn Task>>>,
+    writer: Option<JoinHandle<()>>,
+    commits: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for SqliteJournal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqliteJournal")
+            .field("path", &self.path)
+            .field("read_only", &self.read_only)
+            .field("commits", &self.commits.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Drop for SqliteJournal {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish what is queued, close the connection
+        // (checkpointing the WAL) and stop.
+        drop(self.tx.take());
+        if let Some(handle) = self.writer.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl SqliteJournal {
+    /// Opens the journal at `path`, creating the parent directories and the file when missing and
+    /// migrating an older schema. A damaged or foreign file gives [`JournalError::Corrupt`], a newer
+    /// one [`JournalError::NewerSchema`]; either is left untouched.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, JournalError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                JournalError::Io(format!("cannot create {}: {e}", parent.display()))
+            })?;
+        }
+        if file_len(&path)?.is_some_and(|len| len > 0) {
+            inspect(&path)?;
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| open::unwritable(&path, e).unwrap_or_else(|e| opening(&path, e)))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| open::unwritable(&path, e).unwrap_or_else(|e| opening(&path, e)))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(JournalError::Io(format!(
+                "{}: cannot switch to WAL mode (journal_mode is {mode})",
+                path.display()
+            )));
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(sql)?;
+        migrate(&mut conn)?;
+        check_tables(&conn)?;
+        conn.execute_batch(open::LEASES).map_err(sql)?;
+        Self::spawn(path, false, conn)
+    }
+
+    /// Opens an existing journal for reading only (`SQLITE_OPEN_READ_ONLY` and `query_only`):
+    /// every write answers [`JournalError::Io`]. The file is never migrated or modified.
+    ///
+    /// A journal in a folder this user cannot write opens too: when SQLite cannot create the
+    /// WAL's shared-memory side file (`-shm`) next to a cleanly closed journal (no `-wal`, `-shm`
+    /// or `-journal` beside it), the file alone is the whole database and it is opened
+    /// `immutable`, creating nothing. A journal whose WAL was left behind (its writer crashed or
+    /// is still running) in such a folder cannot be read consistently without that index: the
+    /// error then says that the folder is read-only, never that the journal is damaged.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self, JournalError> {
+        let path = path.as_ref().to_path_buf();
+        if file_len(&path)?.is_none_or(|len| len == 0) {
+            return Err(JournalError::Io(format!(
+                "{}: no journal to open read-only",
+                path.display()
+            )));
+        }
+        let version = inspect(&path)?;
+        if version < SCHEMA_VERSION {
+            return Err(JournalError::Io(format!(
+                "{}: schema version {version} needs a migration, which a read-only open cannot do",
+                path.display()
+            )));
+        }
+        let conn = read_only_connection(&path)?;
+        conn.execute_batch("PRAGMA query_only = ON;").map_err(sql)?;
+        check_tables(&conn).map_err(|e| open::prefix(&path, e))?;
+        Self::spawn(path, true, conn)
+    }
+
+    fn spawn(path: PathBuf, read_only: bool, conn: Connection) -> Result<Self, JournalError> {
+        let (tx, rx) = mpsc::channel::<Box<dyn Task>>();
+        let commits = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&commits);
+        let writer = std::thread::Builder::new()
+            .name("wop-journal".into())
+            .spawn(move || writer_loop(conn, rx, &counter))
+            .map_err(|e| JournalError::Io(format!("cannot start the journal thread: {e}")))?;
+        Ok(Self {
+            path,
+            read_only,
+            tx: Some(tx),
+            writer: Some(writer),
+            commits,
+        })
+    }
+
+    /// The journal file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Transactions committed so far (each batch of writes is one, with one fsync of the WAL):
+    /// how well writes are grouped under load.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
+    /// Sends `work` to the journal thread; the future answers once it ran (and, for a write, once
+    /// its batch is committed).
+    fn submit<T, F>(&self, write: bool, work: F) -> BoxFuture<'static, Result<T, JournalError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(Job {
+            write,
+            work: Some(work),
+            result: None,
+            reply,
+        });
+        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        Box::pin(async move {
+            if !sent {
+                return Err(stopped());
+            }
+            answer.await.unwrap_or_else(|_| Err(stopped()))
+        })
+    }
+}
+
+fn stopped() -> JournalError {
+    JournalError::Io("the journal thread has stopped".into())
+}
+
+/// A SQLite error as a journal error: damage is [`JournalError::Corrupt`], the rest I/O.
+fn sql(e: rusqlite::Error) -> JournalError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+            JournalError::Corrupt(e.to_string())
+        }
+        _ => JournalError::Io(e.to_string()),
+    }
+}
+
+fn opening(path: &Path, e: rusqlite::Error) -> JournalError {
+    match sql(e) {
+        JournalError::Corrupt(m) => JournalError::Corrupt(format!("{}: {m}", path.display())),
+        JournalError::Io(m) => JournalError::Io(format!("{}: {m}", path.display())),
+        other => other,
+    }
+}
+
+impl Journal for SqliteJournal {
+    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
+        let run = run.clone();
+        self.submit(true, move |c| {
+            let meta = to_json(&run.meta)?;
+            c.prepare_cached(
+                "INSERT OR IGNORE INTO runs (run_id, owner, replay_of, meta) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut s| s.execute(params![run.run_id, run.owner, run.replay_of, meta]))
+            .map_err(sql)?;
+            Ok(())
+        })
+    }
+
+    fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
+        let run = run.as_str().to_owned();
+        self.submit(false, move |c| {
+            c.prepare_cached("SELECT run_id, owner, replay_of, meta FROM runs WHERE run_id = ?1")
+                .and_then(|mut s| s.query_row([run], read_run).optional())
+                .map_err(sql)?
+                .map(to_run)
+                .transpose()
+        })
+    }
+
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
+        self.submit(false, |c| {
+            let rows = c
+                .prepare_cached("SELECT run_id, owner, replay_of, meta FROM runs ORDER BY seq")
+                .and_then(|mut s| s.query_map([], read_run)?.collect::<Result<Vec<_>, _>>())
+                .map_err(sql)?;
+            rows.into_iter().map(to_run).collect()
+        })
+    }
+
+    fn begin<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
+        self.submit(true, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, None)
+        })
+    }
+
+    fn begin_first_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
+        self.submit(true, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))
+        })
+    }
+
+    fn record_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        n: u32,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let key = key.clone();
+        self.submit(true, move |c| record_request_in(c, &key, n, max_tokens))
+    }
+
+    fn begin_leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
+        let lease = lease.clone();
+        self.submit(true, move |c| {
+            let begin = begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))?;
+            if begin == Begin::Fresh {
+                let (run, node, index) = key_params(&key);
+                let text = to_json(&lease)?;
+                c.prepare_cached(
+                    "INSERT OR REPLACE INTO leases (run_id, node_id, call_index, lease) \
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut s| s.execute(params![run, node, index, text]))
+                .map_err(sql)?;
+            }
+            Ok(begin)
+        })
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let key = key.clone();
+        let lease = lease.clone();
+        self.submit(true, move |c| {
+            let held = read_lease(c, &key)?;
+            if held.is_none_or(|h| h.holder != lease.holder) {
+                return Ok(false);
+            }
+            let (run, node, index) = key_params(&key);
+            let text = to_json(&lease)?;
+            c.prepare_cached(
+                "UPDATE leases SET lease = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+            )
+            .and_then(|mut s| s.execute(params![run, node, index, text]))
+            .map_err(sql)?;
+            Ok(true)
+        })
+    }
+
+    fn leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
+        let key = key.clone();
+        self.submit(false, move |c| read_lease(c, &key))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        outcome: &'a Outcome,
+        charge: Option<&'a Charge>,
+        events: Vec<Event>,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let key = key.clone();
+        let outcome = outcome.clone();
+        let charge = charge.cloned();
+        self.submit(true, move |c| {
+            rows::finish(c, &key, &outcome, charge.as_ref(), &events)
+        })
+    }
+
+    fn lookup<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>> {
+        let key = key.clone();
+        self.submit(false, move |c| {
+            let Some((attempt_id, hex, requests, outcome)) = read_call(c, &key)? else {
+                return Ok(None);
+            };
+            Ok(Some(Entry {
+                attempt_id,
+                fingerprint: parse_fingerprint(&hex)?,
+                requests,
+                outcome: outcome
+                    .map(|text| from_json(&text, "outcome"))
+                    .transpose()?,
+            }))
+        })
+    }
+
+    fn completed_attempt<'a>(
+        &'a self,
+        run: &'a RunId,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let run = run.as_str().to_owned();
+        let attempt_id = attempt_id.to_owned();
+        self.submit(false, move |c| {
+            let outcomes = c
+                .prepare_cached(
+                    "SELECT outcome FROM calls WHERE run_id = ?1 AND attempt_id = ?2 \
+                     AND outcome IS NOT NULL",
+                )
+                .and_then(|mut s| {
+                    s.query_map([run, attempt_id], |r| r.get::<_, String>(0))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(sql)?;
+            for text in outcomes {
+                if matches!(
+                    from_json::<Outcome>(&text, "outcome")?,
+                    Outcome::Completed { .. }
+                ) {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
+    }
+
+    fn append_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        event: Event,
+    ) -> BoxFuture<'a, Result<u64, JournalError>> {
+        let run = run.as_str().to_owned();
+        self.submit(true, move |c| {
+            checked(&event)?;
+            push_event(c, &run, &event)
+        })
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
+        let run = run.as_str().to_owned();
+        self.submit(false, move |c| rows::events(c, &run))
+    }
+
+    fn charges<'a>(
+        &'a self,
+        run: Option<&'a RunId>,
+    ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
+        let run = run.map(|r| r.as_str().to_owned());
+        self.submit(false, move |c| rows::charges(c, run.as_deref()))
+    }
+
+    fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
+        self.submit(false, |c| {
+            let n: i64 = c
+                .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get(0))
+                .map_err(sql)?;
+            to_u64(n)
+        })
+    }
+}

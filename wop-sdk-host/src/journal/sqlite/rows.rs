@@ -1,0 +1,327 @@
+//! The SQL of each table (`runs`, `calls`, `leases`, `charges`, `events`), run on the writer
+//! thread's connection: reading rows into the journal's types and writing them back.
+
+use super::sql;
+use crate::journal::{
+    Begin, Charge, ChargeRow, Fingerprint, JournalError, Lease, Outcome, RunRecord, checked,
+};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::Value;
+use std::time::SystemTime;
+use wop_sdk::host::AttemptKey;
+use wop_sdk::wire::{Event, RunEvent, rfc3339};
+
+pub(super) fn key_params(key: &AttemptKey) -> (String, String, u32) {
+    (
+        key.run_id.as_str().to_owned(),
+        key.node_id.clone(),
+        key.call_index,
+    )
+}
+
+pub(super) fn to_json<T: serde::Serialize>(v: &T) -> Result<String, JournalError> {
+    serde_json::to_string(v).map_err(|e| JournalError::Io(format!("cannot encode: {e}")))
+}
+
+pub(super) fn from_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    what: &str,
+) -> Result<T, JournalError> {
+    serde_json::from_str(text)
+        .map_err(|e| JournalError::Corrupt(format!("a stored {what} is not valid: {e}")))
+}
+
+pub(super) fn no_identity(key: &AttemptKey) -> JournalError {
+    JournalError::Io(format!("no identity recorded for {key}"))
+}
+
+pub(super) fn to_i64(v: u64) -> Result<i64, JournalError> {
+    i64::try_from(v).map_err(|_| JournalError::Io(format!("{v} is too large to store")))
+}
+
+pub(super) fn to_u64(v: i64) -> Result<u64, JournalError> {
+    u64::try_from(v).map_err(|_| JournalError::Corrupt(format!("a stored count is negative: {v}")))
+}
+
+/// The `seq` key of the run's next stored event, and its position in the run's log (they differ
+/// in a log migrated from schema 1, whose keys start at 1).
+pub(super) fn next_seq(conn: &Connection, run: &str) -> Result<(i64, i64), JournalError> {
+    conn.prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0), COUNT(*) FROM events WHERE run_id = ?1")
+        .and_then(|mut s| s.query_row([run], |r| Ok((r.get(0)?, r.get(1)?))))
+        .map_err(sql)
+}
+
+/// Stores a typed event: its v2 type and payload, and when it was recorded. Returns its sequence
+/// (its position in the run's log, from 0).
+pub(super) fn push_event(conn: &Connection, run: &str, event: &Event) -> Result<u64, JournalError> {
+    let (seq, position) = next_seq(conn, run)?;
+    let payload = event.payload_text();
+    let ts = rfc3339(SystemTime::now());
+    conn.prepare_cached(
+        "INSERT INTO events (run_id, seq, kind, payload, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![run, seq, event.kind(), payload, ts]))
+    .map_err(sql)?;
+    to_u64(position)
+}
+
+/// The timestamp of an event stored before timestamps were kept (schema version 1).
+pub(super) const UNKNOWN_TIME: &str = "1970-01-01T00:00:00.000Z";
+
+pub(super) fn read_run(
+    r: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(String, String, Option<String>, String)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}
+
+pub(super) fn to_run(
+    row: (String, String, Option<String>, String),
+) -> Result<RunRecord, JournalError> {
+    let (run_id, owner, replay_of, meta) = row;
+    Ok(RunRecord {
+        run_id,
+        owner,
+        replay_of,
+        meta: from_json(&meta, "run metadata")?,
+    })
+}
+
+pub(super) type CallRow = (String, String, u32, Option<String>);
+
+pub(super) fn read_call(
+    conn: &Connection,
+    key: &AttemptKey,
+) -> Result<Option<CallRow>, JournalError> {
+    let (run, node, index) = key_params(key);
+    conn.prepare_cached(
+        "SELECT attempt_id, fingerprint, requests, outcome FROM calls \
+         WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+    )
+    .and_then(|mut s| {
+        s.query_row(params![run, node, index], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()
+    })
+    .map_err(sql)
+}
+
+/// The lease on a call; none in a journal no read-write open of this build has touched (no
+/// `leases` table).
+pub(super) fn read_lease(
+    conn: &Connection,
+    key: &AttemptKey,
+) -> Result<Option<Lease>, JournalError> {
+    let (run, node, index) = key_params(key);
+    let text: Option<String> = match conn
+        .prepare_cached(
+            "SELECT lease FROM leases WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![run, node, index], |r| r.get(0))
+                .optional()
+        }) {
+        Ok(text) => text,
+        Err(e) if e.to_string().contains("no such table") => None,
+        Err(e) => return Err(sql(e)),
+    };
+    text.map(|t| from_json(&t, "lease")).transpose()
+}
+
+pub(super) fn parse_fingerprint(hex: &str) -> Result<Fingerprint, JournalError> {
+    Fingerprint::from_hex(hex)
+        .ok_or_else(|| JournalError::Corrupt(format!("a stored fingerprint is not valid: {hex}")))
+}
+
+/// `begin`, in the writer thread; with `first_request`, request 1 is recorded in the same savepoint.
+pub(super) fn begin_in(
+    c: &Connection,
+    key: &AttemptKey,
+    fingerprint: &Fingerprint,
+    attempt_id: &str,
+    first_request: Option<u32>,
+) -> Result<Begin, JournalError> {
+    let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
+        let (run, node, index) = key_params(key);
+        c.prepare_cached(
+            "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| s.execute(params![run, node, index, attempt_id, fingerprint.to_hex()]))
+        .map_err(sql)?;
+        if let Some(max_tokens) = first_request {
+            record_request_in(c, key, 1, max_tokens)?;
+        }
+        return Ok(Begin::Fresh);
+    };
+    if parse_fingerprint(&hex)? != *fingerprint {
+        return Ok(Begin::Mismatch);
+    }
+    Ok(match outcome {
+        Some(text) => Begin::Recorded {
+            attempt_id: recorded_id,
+            outcome: from_json(&text, "outcome")?,
+        },
+        None => Begin::Unfinished {
+            attempt_id: recorded_id,
+            requests,
+        },
+    })
+}
+
+/// `record_request`, in the writer thread.
+pub(super) fn record_request_in(
+    c: &Connection,
+    key: &AttemptKey,
+    n: u32,
+    max_tokens: u32,
+) -> Result<(), JournalError> {
+    let (run, node, index) = key_params(key);
+    let changed = c
+        .prepare_cached(
+            "UPDATE calls SET requests = MAX(requests, ?4) \
+             WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+        )
+        .and_then(|mut s| s.execute(params![run, node, index, n]))
+        .map_err(sql)?;
+    if changed == 0 {
+        return Err(no_identity(key));
+    }
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO requests (run_id, node_id, call_index, n, max_tokens) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![run, node, index, n, max_tokens]))
+    .map_err(sql)?;
+    Ok(())
+}
+
+/// The terminal write of a call: its outcome, its charge and its events, after checking every
+/// event; the call's lease is given up.
+pub(super) fn finish(
+    c: &Connection,
+    key: &AttemptKey,
+    outcome: &Outcome,
+    charge: Option<&Charge>,
+    events: &[Event],
+) -> Result<(), JournalError> {
+    // Every event is checked before anything is written: all or nothing.
+    events.iter().try_for_each(checked)?;
+    match read_call(c, key)? {
+        None => return Err(no_identity(key)),
+        Some((_, _, _, Some(_))) => {
+            return Err(JournalError::Io(format!(
+                "the outcome of {key} is already recorded"
+            )));
+        }
+        Some(_) => {}
+    }
+    let (run, node, index) = key_params(key);
+    let text = to_json(&outcome)?;
+    c.prepare_cached(
+        "UPDATE calls SET outcome = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+    )
+    .and_then(|mut s| s.execute(params![run, node, index, text]))
+    .map_err(sql)?;
+    c.prepare_cached("DELETE FROM leases WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3")
+        .and_then(|mut s| s.execute(params![run, node, index]))
+        .map_err(sql)?;
+    if let Some(charge) = charge {
+        let beneficiaries = to_json(&charge.beneficiaries)?;
+        let output_tokens = to_i64(charge.output_tokens)?;
+        c.prepare_cached(
+            "INSERT INTO charges \
+             (run_id, node_id, call_index, beneficiaries, generations, output_tokens) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                run,
+                node,
+                index,
+                beneficiaries,
+                charge.generations,
+                output_tokens
+            ])
+        })
+        .map_err(sql)?;
+    }
+    for event in events {
+        push_event(c, &run, event)?;
+    }
+    Ok(())
+}
+
+/// The run's events in log order, each with its v2 wrapper.
+pub(super) fn events(c: &Connection, run: &str) -> Result<Vec<RunEvent>, JournalError> {
+    let rows = c
+        .prepare_cached("SELECT kind, payload, ts FROM events WHERE run_id = ?1 ORDER BY seq")
+        .and_then(|mut s| {
+            s.query_map([&run], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(sql)?;
+    // The sequence is the position in the log: journals of schema version 1 numbered
+    // from 1.
+    rows.into_iter()
+        .enumerate()
+        .map(|(i, (kind, payload, ts))| {
+            let payload: Value = from_json(&payload, "event payload")?;
+            let event = Event::from_parts(&kind, &payload).map_err(|e| {
+                JournalError::Corrupt(format!("a stored event of run `{run}`: {e}"))
+            })?;
+            Ok(RunEvent::new(
+                run,
+                i as u64,
+                ts.unwrap_or_else(|| UNKNOWN_TIME.to_owned()),
+                event,
+            ))
+        })
+        .collect()
+}
+
+/// The ledger, or one run's part of it, in call order.
+pub(super) fn charges(c: &Connection, run: Option<&str>) -> Result<Vec<ChargeRow>, JournalError> {
+    let rows = c
+        .prepare_cached(
+            "SELECT run_id, node_id, call_index, beneficiaries, generations, output_tokens \
+             FROM charges WHERE ?1 IS NULL OR run_id = ?1 \
+             ORDER BY run_id, node_id, call_index",
+        )
+        .and_then(|mut s| {
+            s.query_map([&run], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, u32>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, u32>(4)?,
+                    r.get::<_, i64>(5)?,
+                ))
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(sql)?;
+    rows.into_iter()
+        .map(
+            |(run_id, node_id, call_index, beneficiaries, generations, output_tokens)| {
+                Ok(ChargeRow {
+                    run_id,
+                    node_id,
+                    call_index,
+                    charge: Charge {
+                        beneficiaries: from_json(&beneficiaries, "beneficiary list")?,
+                        generations,
+                        output_tokens: to_u64(output_tokens)?,
+                    },
+                })
+            },
+        )
+        .collect()
+}

@@ -1,0 +1,189 @@
+//! Group commit: a failing command fails alone in its batch; concurrent calls are all kept;
+//! a schema-1 journal migrates.
+
+use super::*;
+
+#[tokio::test]
+async fn a_failing_command_fails_alone_in_its_batch() {
+    let path = temp_path("batch");
+    let j = SqliteJournal::open(&path).expect("open");
+    let commits = j.commits();
+    // Hold the thread so the next commands queue up and run as one batch.
+    let hold = j.submit(false, |_| {
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    });
+    let (k1, k2, k3) = (key("r1", 1), key("r1", 2), key("nope", 0));
+    let fp = Fingerprint([1; 32]);
+    let a = j.begin(&k1, &fp, "a-1");
+    let bad = j.record_request(&k3, 1, 1);
+    let twice = j.begin(&k2, &fp, "a-2");
+    let first = Outcome::Completed {
+        result: "{}".into(),
+    };
+    let second = Outcome::Completed {
+        result: "[]".into(),
+    };
+    let b = j.finish(&k1, &first, None, Vec::new());
+    let again = j.finish(&k1, &second, None, Vec::new());
+    hold.await.expect("hold");
+    assert_eq!(a.await, Ok(Begin::Fresh));
+    assert!(matches!(bad.await, Err(JournalError::Io(m)) if m.contains("no identity")));
+    assert_eq!(twice.await, Ok(Begin::Fresh));
+    assert_eq!(b.await, Ok(()));
+    assert!(matches!(again.await, Err(JournalError::Io(m)) if m.contains("already")));
+    assert_eq!(j.commits(), commits + 1, "one batch, one commit");
+    assert_eq!(j.call_count().await, Ok(2));
+    assert_eq!(
+        j.lookup(&k1).await.expect("lookup").and_then(|e| e.outcome),
+        Some(Outcome::Completed {
+            result: "{}".into()
+        })
+    );
+    drop(j);
+    cleanup(&path);
+}
+
+/// A figure, not a check: `cargo test -p wop-sdk --lib sequential_begin_latency -- --ignored
+/// --nocapture`.
+#[tokio::test]
+#[ignore = "measurement"]
+async fn sequential_begin_latency() {
+    let path = temp_path("latency");
+    let j = SqliteJournal::open(&path).expect("open");
+    let fp = Fingerprint([1; 32]);
+    let started = std::time::Instant::now();
+    for i in 0..200 {
+        let k = key("r1", i);
+        assert_eq!(j.begin(&k, &fp, "a").await, Ok(Begin::Fresh));
+    }
+    let elapsed = started.elapsed();
+    eprintln!(
+        "200 sequential durable begins: {elapsed:?} ({:?} each, {} commits)",
+        elapsed / 200,
+        j.commits()
+    );
+    drop(j);
+    cleanup(&path);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_are_all_kept() {
+    let path = temp_path("concurrent");
+    let j = Arc::new(SqliteJournal::open(&path).expect("open"));
+    let commits = j.commits();
+    let started = std::time::Instant::now();
+    let tasks: Vec<_> = (0..32u32)
+        .map(|i| {
+            let j = Arc::clone(&j);
+            tokio::spawn(async move {
+                let k = AttemptKey {
+                    run_id: RunId::new(format!("run-{}", i % 4)),
+                    node_id: format!("node-{i}"),
+                    call_index: i,
+                };
+                let (fp, id) = (Fingerprint([i as u8; 32]), format!("a-{i}"));
+                assert_eq!(j.begin(&k, &fp, &id).await, Ok(Begin::Fresh));
+                j.record_request(&k, 1, 128).await.expect("request");
+                j.finish(
+                    &k,
+                    &Outcome::Completed {
+                        result: format!("{{\"i\":{i}}}"),
+                    },
+                    Some(&charge()),
+                    vec![event("provider.usage", usage(u64::from(i)))],
+                )
+                .await
+                .expect("finish");
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let elapsed = started.elapsed();
+    assert_eq!(j.call_count().await, Ok(32));
+    assert_eq!(j.charges(None).await.map(|c| c.len()), Ok(32));
+    for r in 0..4 {
+        let events = j
+            .events(&RunId::new(format!("run-{r}")))
+            .await
+            .expect("events");
+        let seqs: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+        assert_eq!(seqs, (0..8).collect::<Vec<u64>>());
+    }
+    eprintln!(
+        "96 writes from 32 concurrent calls: {} commits in {elapsed:?}",
+        j.commits() - commits
+    );
+    drop(j);
+    cleanup(&path);
+}
+
+#[tokio::test]
+async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
+    let path = temp_path("schema-1");
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+    {
+        // A journal as the first build wrote it: `seq` from 1, v1 payloads, no timestamps.
+        let c = Connection::open(&path).expect("plain open");
+        c.execute_batch(super::open::SCHEMA_V1).expect("schema 1");
+        c.pragma_update(None, "user_version", 1).expect("version");
+        for (seq, kind, payload) in [
+            (
+                1,
+                "node.started",
+                r#"{"nodeId":"main","typeId":"community.demo.x"}"#,
+            ),
+            (
+                2,
+                "envelope.retry.exhausted",
+                r#"{"nodeId":"main","totalAttempts":2,"finalReason":"provider-error"}"#,
+            ),
+            (
+                3,
+                "node.failed",
+                r#"{"nodeId":"main","error":{"error":"upstream_unavailable","message":"m"}}"#,
+            ),
+        ] {
+            c.execute(
+                "INSERT INTO events (run_id, seq, kind, payload) VALUES ('run-1', ?1, ?2, ?3)",
+                rusqlite::params![seq, kind, payload],
+            )
+            .expect("row");
+        }
+    }
+    let j = SqliteJournal::open(&path).expect("migrates");
+    let events = j.events(&RunId::new("run-1")).await.expect("events");
+    let seqs: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+    assert_eq!(seqs, [0, 1, 2]);
+    assert!(events.iter().all(|e| e.timestamp == UNKNOWN_TIME));
+    assert_eq!(events[1].kind(), "envelope.retry-exhausted");
+    assert_eq!(
+        events[1].payload()["finalReason"],
+        wop_sdk::wire::PROVIDER_FAILURE_REASON
+    );
+    assert_eq!(
+        events[2].payload()["error"],
+        json!({"code": "upstream_unavailable", "message": "m"})
+    );
+    // A new event continues the log, with its time.
+    assert_eq!(
+        j.append_event(
+            &RunId::new("run-1"),
+            event(
+                "node.started",
+                json!({"nodeId": "again", "typeId": "community.demo.x"})
+            )
+        )
+        .await,
+        Ok(3)
+    );
+    let events = j.events(&RunId::new("run-1")).await.expect("events");
+    assert_ne!(events[3].timestamp, UNKNOWN_TIME);
+    drop(j);
+    let c = Connection::open(&path).expect("plain open");
+    assert_eq!(user_version(&c), Ok(SCHEMA_VERSION));
+    drop(c);
+    cleanup(&path);
+}

@@ -1,0 +1,229 @@
+//! The events the local host emits, in one place: the live observer (progress lines) and the
+//! payloads of a call's events, buffered for the journal's terminal transaction.
+
+use super::retry::Signal;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use wop_sdk::host::RunId;
+use wop_sdk::wire::{
+    Event, FinishReason, NlToFormatEngaged, ProviderUsage, Refusal, RetryAttempted, RetryExhausted,
+    RunEvent, Truncated, Usage,
+};
+
+/// `output.chunk` (OpenWOP v2 `outputChunk`): streamed output of an AI call.
+pub(crate) const OUTPUT_CHUNK: &str = "output.chunk";
+
+/// Receives every event as it happens (before its journal write): for progress lines.
+pub type Observer = Arc<dyn Fn(&RunEvent) + Send + Sync>;
+
+/// Shows events to the observer, if there is one.
+pub(crate) struct Live(pub(crate) Option<Observer>);
+
+impl Live {
+    pub(crate) fn observe(&self, run: &RunId, event: &Event) {
+        if let Some(o) = &self.0 {
+            // Seen live, before the journal gives it its place in the log.
+            o(&RunEvent::now(run.as_str(), 0, event.clone()));
+        }
+    }
+}
+
+/// The events of one call, typed as they are made: shown live as they happen, kept for the
+/// journal's terminal transaction.
+pub(crate) struct CallEvents<'a> {
+    live: &'a Live,
+    run: &'a RunId,
+    node_id: &'a str,
+    provider: &'a str,
+    /// The call's index within its node execution (`x-callIndex` of its chunks).
+    call_index: u32,
+    pub(crate) buffer: Vec<Event>,
+}
+
+impl<'a> CallEvents<'a> {
+    pub(crate) fn new(
+        live: &'a Live,
+        run: &'a RunId,
+        node_id: &'a str,
+        provider: &'a str,
+        call_index: u32,
+    ) -> Self {
+        Self {
+            live,
+            run,
+            node_id,
+            provider,
+            call_index,
+            buffer: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.live.observe(self.run, &event);
+        self.buffer.push(event);
+    }
+
+    fn node(&self) -> String {
+        self.node_id.to_owned()
+    }
+
+    /// `provider.usage`: exactly one per provider request that reported usage.
+    pub(crate) fn usage(&mut self, model: &str, usage: &Usage, output_tokens: u64) {
+        self.emit(Event::ProviderUsage(ProviderUsage {
+            provider: self.provider.to_owned(),
+            model: model.to_owned(),
+            input_tokens: usage.input_tokens.unwrap_or(0),
+            output_tokens,
+            total_tokens: usage.total_tokens,
+            node_id: Some(self.node()),
+        }));
+    }
+
+    /// `envelope.truncated`: the reply stopped at the request's token budget (`max_tokens`).
+    pub(crate) fn truncated(&mut self, model: &str, output_tokens: Option<u64>) {
+        self.emit(Event::Truncated(Truncated {
+            node_id: self.node(),
+            provider: self.provider.to_owned(),
+            model: model.to_owned(),
+            stop_reason: "max_tokens".to_owned(),
+            output_token_count: output_tokens,
+        }));
+    }
+
+    /// `envelope.refusal` (never the refusal text).
+    pub(crate) fn refusal(&mut self, model: &str) {
+        self.emit(Event::Refusal(Refusal {
+            node_id: self.node(),
+            provider: self.provider.to_owned(),
+            model: model.to_owned(),
+        }));
+    }
+
+    /// `output.chunk` for a piece of streamed text of provider request `attempt`. The payload
+    /// is the schema's (`nodeId`, `runId`, `chunk`, `isLast`) and two keys under its `x-`
+    /// extension rule: `x-attempt` (chunks of a discarded attempt are told apart from the
+    /// final one's by it; an `envelope.retry-attempted` comes between) and `x-callIndex` (the
+    /// call within the node execution).
+    pub(crate) fn chunk(&mut self, text: &str, attempt: u32) {
+        if text.is_empty() {
+            return;
+        }
+        let p = json!({
+            "nodeId": self.node_id,
+            "runId": self.run.as_str(),
+            "chunk": text,
+            "isLast": false,
+            "x-attempt": attempt,
+            "x-callIndex": self.call_index,
+        });
+        self.emit(chunk_event(p));
+    }
+
+    /// The closing `output.chunk` of a streamed call (`isLast: true`, empty text): for a
+    /// completed call with the final attempt's finish reason and model in `meta`; without
+    /// `meta` for a failed one.
+    pub(crate) fn last_chunk(&mut self, completed: Option<(FinishReason, Option<&str>)>) {
+        let mut p = json!({
+            "nodeId": self.node_id,
+            "runId": self.run.as_str(),
+            "chunk": "",
+            "isLast": true,
+            "x-callIndex": self.call_index,
+        });
+        if let Some((finish, model)) = completed {
+            // The schema's `meta.finishReason` spells them the v1 way.
+            let reason = match finish {
+                FinishReason::Stop => Some("stop"),
+                FinishReason::Length => Some("length"),
+                FinishReason::ContentFilter => Some("content_filter"),
+                FinishReason::ToolCall => Some("tool_calls"),
+                FinishReason::Other => None,
+            };
+            let mut meta = serde_json::Map::new();
+            if let Some(r) = reason {
+                meta.insert("finishReason".into(), json!(r));
+            }
+            if let Some(m) = model {
+                meta.insert("model".into(), json!(m));
+            }
+            p["meta"] = Value::Object(meta);
+        } else {
+            p["x-failed"] = json!(true);
+        }
+        self.emit(chunk_event(p));
+    }
+
+    /// What the retry loop announces.
+    pub(crate) fn signal(&mut self, signal: Signal) {
+        let node_id = self.node();
+        self.emit(match signal {
+            Signal::RetryAttempted { attempt, reason } => Event::RetryAttempted(RetryAttempted {
+                node_id,
+                attempt,
+                reason: reason.to_owned(),
+                previous_error: None,
+            }),
+            Signal::RetryExhausted { total, reason } => Event::RetryExhausted(RetryExhausted {
+                node_id,
+                total_attempts: total,
+                final_reason: reason.to_owned(),
+                final_error: None,
+            }),
+            Signal::FallbackEngaged => Event::NlToFormatEngaged(NlToFormatEngaged {
+                node_id,
+                original_envelope_type: "structured".to_owned(),
+                fallback_calls: Some(1),
+            }),
+        });
+    }
+}
+
+/// `output.chunk`: not one of the types this SDK reads back typed; kept with its payload.
+fn chunk_event(payload: Value) -> Event {
+    Event::Other {
+        kind: OUTPUT_CHUNK.to_owned(),
+        payload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::local::retry::Miss;
+
+    /// Every event the local host builds keeps the v2 payload rules: the journal refuses a call's
+    /// terminal write over one that does not, and the outcome would be lost.
+    #[test]
+    fn every_built_event_keeps_the_payload_rules() {
+        let live = Live(None);
+        let run = RunId::new("local/r");
+        let mut events = CallEvents::new(&live, &run, "main", "mock", 0);
+        let usage = Usage {
+            input_tokens: Some(3),
+            output_tokens: Some(4),
+            total_tokens: Some(7),
+        };
+        events.usage("m", &usage, 4);
+        events.truncated("m", Some(4));
+        events.truncated("m", None);
+        events.refusal("m");
+        events.chunk("text", 1);
+        events.last_chunk(Some((FinishReason::Stop, Some("m"))));
+        events.last_chunk(None);
+        for miss in [
+            Miss::Truncation,
+            Miss::Parse(String::new()),
+            Miss::Schema(String::new()),
+            Miss::Provider(String::new()),
+        ] {
+            let reason = miss.reason();
+            events.signal(Signal::RetryAttempted { attempt: 2, reason });
+            events.signal(Signal::RetryExhausted { total: 3, reason });
+        }
+        events.signal(Signal::FallbackEngaged);
+        assert_eq!(events.buffer.len(), 16);
+        for event in &events.buffer {
+            assert_eq!(event.check(), Ok(()), "{event:?}");
+        }
+    }
+}

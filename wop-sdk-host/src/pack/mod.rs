@@ -1,0 +1,271 @@
+//! `pack`: the folder a host that loads JavaScript packs (openwop-app) mounts as it is.
+//!
+//! ```text
+//! PACK pack --out DIR --addon FILE [--single-file] [--provider P] [--model M] [--timeout-ms N]
+//! ```
+//!
+//! writes `DIR/<pack name>/`:
+//!
+//! - `pack.json`: the v2 manifest, `runtime: {language: "javascript", entry: "index.mjs"}`, each
+//!   node's schemas as files under `schemas/` referenced by `inputSchemaRef`/`outputSchemaRef`,
+//!   and the bridge's own keys under `x-wopSdk`;
+//! - `schemas/<typeId>.input.json`, `schemas/<typeId>.output.json`;
+//! - `index.mjs`: generated; exports `nodes` and adapts the host's `ctx` to the addon (see the
+//!   `wop-sdk-node` crate for the host kind, the node configuration and the errors);
+//! - `<pack name>.node`: the addon (`--addon`, the `cdylib` built from the pack with
+//!   `wop_sdk_node::addon!`), or, with `--single-file`, nothing: the addon is inside `index.mjs`
+//!   (base64, with its SHA-256) and written at import to a private file named by its hash. A
+//!   registry install keeps only `pack.json`, `index.mjs`, `schemas/`, `keys/` and `prompts/`,
+//!   so the single-file form is the one to publish.
+//!
+//! The folder's name is the pack's name: openwop-app dev-mounts every folder of
+//! `OPENWOP_LOCAL_PACKS_DIR` whose name starts with one of `OPENWOP_LOCAL_PACK_PREFIXES`.
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use wop_sdk::manifest::{Pack, validate_manifest};
+
+/// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
+pub const BRIDGE_ABI: u32 = 1;
+
+/// The node timeout `index.mjs` uses when neither the node's configuration (`timeoutMs`) nor
+/// `--timeout-ms` gives one: 5 minutes.
+pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
+
+const INDEX_TEMPLATE: &str = include_str!("index.mjs");
+
+/// Why a pack folder was not written: the file, the field and the rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackError {
+    /// 2 for a mistake in what was asked (a missing addon, an empty flag), 1 for a failure.
+    pub exit: u8,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl PackError {
+    fn usage(message: impl Into<String>) -> Self {
+        Self {
+            exit: 2,
+            message: message.into(),
+        }
+    }
+
+    fn failed(message: impl Into<String>) -> Self {
+        Self {
+            exit: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for PackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PackError {}
+
+/// What `pack` writes, and from what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct PackOptions {
+    /// The folder to write the pack folder into (`OPENWOP_LOCAL_PACKS_DIR` for a dev mount).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "DIR"))]
+    pub out: PathBuf,
+    /// The addon: the `cdylib` built from the pack with `wop_sdk_node::addon!`
+    /// (`target/debug/lib<crate>.so`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    pub addon: PathBuf,
+    /// Put the addon inside `index.mjs` (the form a registry install keeps).
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub single_file: bool,
+    /// The provider of calls that name none, when the node's configuration names none.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PROVIDER"))]
+    pub provider: Option<String>,
+    /// The model of calls that name none, when the node's configuration names none.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MODEL"))]
+    pub model: Option<String>,
+    /// The node timeout when the node's configuration has no `timeoutMs`.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = DEFAULT_TIMEOUT_MS,
+          value_parser = clap::value_parser!(u64).range(1..)))]
+    pub timeout_ms: u64,
+}
+
+/// `pack.json` (v2: `runtime {language: "javascript", entry: "index.mjs"}`, schemas by
+/// reference) and its schema files.
+fn manifest_and_schemas(pack: &Pack) -> (Value, Vec<(String, Value)>) {
+    (pack.manifest(), pack.schema_files())
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| PackError::failed(format!("{}: cannot create: {e}", parent.display())))?;
+    }
+    std::fs::write(path, bytes)
+        .map_err(|e| PackError::failed(format!("{}: cannot write: {e}", path.display())))
+}
+
+fn pretty(v: &Value) -> Vec<u8> {
+    let mut text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
+    text.push('\n');
+    text.into_bytes()
+}
+
+fn js_string(s: &str) -> String {
+    Value::String(s.to_owned()).to_string()
+}
+
+/// Writes the pack folder `options.out/<pack name>/` and answers its path.
+///
+/// Errors name the file and the rule: a missing or empty addon (`--addon`), a manifest that
+/// breaks a v2 rule, a file that cannot be written.
+pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, PackError> {
+    let addon = std::fs::read(&options.addon).map_err(|e| {
+        PackError::usage(format!(
+            "--addon {}: cannot read the addon: {e} (build it first, e.g. `cargo build -p <pack>-addon`)",
+            options.addon.display()
+        ))
+    })?;
+    if addon.is_empty() {
+        return Err(PackError::usage(format!(
+            "--addon {}: the file is empty",
+            options.addon.display()
+        )));
+    }
+    for (flag, value) in [
+        ("--provider", &options.provider),
+        ("--model", &options.model),
+    ] {
+        if value.as_deref().is_some_and(str::is_empty) {
+            return Err(PackError::usage(format!("{flag}: must not be empty")));
+        }
+    }
+    let (mut manifest, schemas) = manifest_and_schemas(pack);
+    let addon_file = format!("{}.node", pack.name());
+    let sha = wop_sdk::hex::of_bytes(&Sha256::digest(&addon));
+    manifest["x-wopSdk"] = json!({
+        "bridgeAbi": BRIDGE_ABI,
+        "addon": if options.single_file { json!({"embedded": true, "sha256": sha}) }
+                 else { json!({"file": addon_file, "sha256": sha}) },
+    });
+    validate_manifest(&manifest).map_err(|errors| {
+        PackError::failed(format!(
+            "pack.json of `{}` breaks the manifest rules:\n  {}",
+            pack.name(),
+            errors.join("\n  ")
+        ))
+    })?;
+    let dir = options.out.join(pack.name());
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| PackError::failed(format!("{}: cannot replace: {e}", dir.display())))?;
+    }
+    write(&dir.join("pack.json"), &pretty(&manifest))?;
+    for (path, schema) in &schemas {
+        write(&dir.join(path), &pretty(schema))?;
+    }
+    let addon_js = if options.single_file {
+        format!(
+            "{{ name: {}, sha256: {}, base64: {} }}",
+            js_string(&addon_file),
+            js_string(&sha),
+            js_string(&base64::engine::general_purpose::STANDARD.encode(&addon))
+        )
+    } else {
+        write(&dir.join(&addon_file), &addon)?;
+        format!("{{ file: {} }}", js_string(&addon_file))
+    };
+    let defaults = json!({
+        "provider": options.provider,
+        "model": options.model,
+        "timeoutMs": options.timeout_ms,
+    });
+    let index = INDEX_TEMPLATE
+        .replace("__PACK__", &format!("{} {}", pack.name(), pack.version()))
+        .replace("__TYPE_IDS__", &json!(pack.type_ids()).to_string())
+        .replace("__DEFAULTS__", &defaults.to_string())
+        .replace("__ABI__", &BRIDGE_ABI.to_string())
+        .replace("__ADDON__", &addon_js)
+        .replace(
+            "__NODE_FAILED__",
+            &js_string(wop_sdk::wire::ErrorCode::NodeFailed.as_str()),
+        );
+    write(&dir.join("index.mjs"), index.as_bytes())?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(dir: &Path, addon: &Path) -> PackOptions {
+        PackOptions {
+            out: dir.to_owned(),
+            addon: addon.to_owned(),
+            single_file: false,
+            provider: Some("mock".into()),
+            model: None,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+        }
+    }
+
+    #[test]
+    fn the_manifest_loads_index_mjs_and_every_schema_ref_is_a_written_file() {
+        let pack =
+            Pack::new("community.example.empty", "0.1.0").node(crate::conformance::EchoAttempts);
+        let (m, files) = manifest_and_schemas(&pack);
+        assert_eq!(m["runtime"]["language"], "javascript");
+        assert_eq!(m["runtime"]["entry"], "index.mjs", "the file `pack` writes");
+        let node = &m["nodes"][0];
+        assert!(node.get("inputSchema").is_none());
+        let input_ref = node["inputSchemaRef"].as_str().unwrap_or("");
+        assert!(files.iter().any(|(p, _)| p == input_ref), "{files:?}");
+        assert!(node.as_object().is_some_and(|o| {
+            o.keys()
+                .all(|k| !["maxCalls", "retry"].contains(&k.as_str()))
+        }));
+    }
+
+    #[test]
+    fn a_missing_addon_is_a_usage_error_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("wop-pack-unit-{}", std::process::id()));
+        let pack = Pack::new("community.example.empty", "0.1.0");
+        let e = write_pack(&pack, &options(&dir, &dir.join("nope.so"))).expect_err("no addon");
+        assert_eq!(e.exit, 2);
+        assert!(e.message.contains("nope.so"), "{}", e.message);
+    }
+
+    #[test]
+    fn writes_the_folder_and_the_generated_module_names_every_node() {
+        let dir = std::env::temp_dir().join(format!("wop-pack-unit-w-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let addon = dir.join("addon.so");
+        std::fs::write(&addon, b"not really an addon").expect("addon");
+        let pack =
+            Pack::new("community.example.echo", "0.1.0").node(crate::conformance::EchoAttempts);
+        let folder = write_pack(&pack, &options(&dir, &addon)).expect("written");
+        assert_eq!(folder, dir.join("community.example.echo"));
+        let index = std::fs::read_to_string(folder.join("index.mjs")).expect("index");
+        assert!(index.contains("\"conformance.callai.echo-attempts\""));
+        assert!(index.contains("{ file: \"community.example.echo.node\" }"));
+        assert!(!index.contains("__"), "every placeholder filled");
+        assert!(folder.join("community.example.echo.node").exists());
+        let single = PackOptions {
+            single_file: true,
+            ..options(&dir, &addon)
+        };
+        let folder = write_pack(&pack, &single).expect("written");
+        assert!(!folder.join("community.example.echo.node").exists());
+        let index = std::fs::read_to_string(folder.join("index.mjs")).expect("index");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(b"not really an addon");
+        assert!(index.contains(&b64));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
