@@ -133,6 +133,58 @@ pub(crate) fn node(item: &syn::ItemFn, node: &Node) -> TokenStream {
     }
 }
 
+/// What `#[wop_node]` emits beside its errors: the user's fn and a node type of the same name
+/// and types, so that later uses of it add no error of their own. Its `SPEC` is a placeholder:
+/// the crate does not compile, so none of it ever runs. When the fn's signature could not be
+/// read, the node's input and output are `()`.
+pub(crate) fn fallback(item: &syn::ItemFn, func: Option<&crate::ast::NodeFn>) -> TokenStream {
+    let struct_ident = Ident::new(
+        &crate::ast::camel_case(&item.sig.ident.to_string()),
+        item.sig.ident.span(),
+    );
+    let vis = &item.vis;
+    let (input, output, run) = match func {
+        Some(f) => {
+            let fn_ident = &f.ident;
+            let (input, output) = (&f.input, &f.output);
+            (
+                quote!(#input),
+                quote!(#output),
+                quote!(::wop_sdk::__private::Box::pin(#fn_ident(ctx, input))),
+            )
+        }
+        None => (
+            quote!(()),
+            quote!(()),
+            quote!(::wop_sdk::__private::fallback_run(ctx, input)),
+        ),
+    };
+    let item = crate::brand::brand(item);
+    quote! {
+        #item
+
+        #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+        #vis struct #struct_ident;
+
+        const _: () = {
+            #[automatically_derived]
+            impl ::wop_sdk::Node for #struct_ident {
+                type Input = #input;
+                type Output = #output;
+                const SPEC: ::wop_sdk::NodeSpec = ::wop_sdk::__private::FALLBACK_SPEC;
+
+                fn run<'a, 'run>(
+                    &'a self,
+                    ctx: &'a ::wop_sdk::NodeCtx<'run>,
+                    input: Self::Input,
+                ) -> ::wop_sdk::host::BoxFuture<'a, ::core::result::Result<Self::Output, ::wop_sdk::NodeError<'run>>> {
+                    #run
+                }
+            }
+        };
+    }
+}
+
 /// `pub fn pack() -> Pack` registering every node.
 pub(crate) fn pack(args: &PackArgs) -> TokenStream {
     let name = args.name.as_ref().map_or("", |l| l.value.as_str());
@@ -209,5 +261,27 @@ mod tests {
         assert!(out.contains("impl :: wop_sdk :: Node for DraftScene"));
         assert!(out.contains(":: wop_sdk :: Capability :: Attempts"));
         assert!(out.contains("const _ : () ="));
+    }
+
+    #[test]
+    fn a_fallback_keeps_the_fn_and_names_the_node_type_with_its_types() {
+        let item: syn::ItemFn = syn::parse_quote! {
+            pub(crate) async fn draft_scene(ctx: &NodeCtx<'_>, input: DraftIn) -> Result<DraftOut, NodeError> { Ok(DraftOut { text: input.scene }) }
+        };
+        let mut errors = crate::errors::Errors::default();
+        let func = crate::ast::NodeFn::from_item(&item, &mut errors);
+        let out = fallback(&item, func.as_ref()).to_string();
+        assert!(out.contains("async fn draft_scene"), "{out}");
+        assert!(out.contains("pub (crate) struct DraftScene"), "{out}");
+        assert!(out.contains("type Input = DraftIn"), "{out}");
+        assert!(out.contains("type Output = DraftOut"), "{out}");
+        assert!(out.contains("__private :: FALLBACK_SPEC"), "{out}");
+        // A signature that could not be read: the node type still exists, over `()`.
+        let out = fallback(&item, None).to_string();
+        assert!(out.contains("type Input = ()"), "{out}");
+        assert!(
+            out.contains("__private :: fallback_run (ctx , input)"),
+            "{out}"
+        );
     }
 }

@@ -36,12 +36,14 @@ pub fn wop_node(args: TokenStream, item: TokenStream) -> TokenStream {
     let node_fn = func
         .as_ref()
         .and_then(|f| ast::NodeFn::from_item(f, &mut errors));
-    let node = check::node(args, node_fn, &mut errors);
+    let node = check::node(args, node_fn.clone(), &mut errors);
     match (errors.finish(()), func, node) {
         (Ok(()), Some(func), Some(node)) => expand::node(&func, &node).into(),
         // The user's fn beside the errors, branded as it would be, so that its own signature
-        // (`NodeError` without its run) adds no follow-on error.
-        (Err(e), Some(func), _) => fail(e, quote::ToTokens::to_token_stream(&brand::brand(&func))),
+        // (`NodeError` without its run) adds no follow-on error; and the node type, so that
+        // every later use of it (`pack!`, `host.run_typed(&DraftScene, ..)`) is not a second,
+        // misleading error (thiserror and tokio-macros emit such a fallback).
+        (Err(e), Some(func), _) => fail(e, expand::fallback(&func, node_fn.as_ref())),
         (Err(e), ..) => fail(e, item),
         (Ok(()), ..) => fail(
             syn::Error::new(

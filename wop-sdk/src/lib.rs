@@ -184,4 +184,30 @@ pub mod __private {
     pub fn node<N: crate::Node + Default>() -> N {
         N::default()
     }
+
+    /// The `SPEC` of the node type `#[wop_node]` emits beside its compile errors (so that later
+    /// uses of the type add none). The crate does not compile, so it never reaches a manifest.
+    pub const FALLBACK_SPEC: crate::NodeSpec = crate::NodeSpec {
+        type_id: "invalid.node",
+        version: "0.0.0",
+        category: crate::Category::Chat,
+        role: crate::Role::SideEffect,
+        label: None,
+        description: None,
+        max_calls: None,
+        retry: crate::RetryPolicy::HOST_DEFAULT,
+        requires: &[],
+    };
+
+    /// The body of that fallback node when its fn's signature could not be read: a node
+    /// failure. It never runs, as the crate does not compile.
+    pub fn fallback_run<'a, 'run>(
+        ctx: &'a crate::NodeCtx<'run>,
+        input: (),
+    ) -> crate::host::BoxFuture<'a, Result<(), crate::NodeError<'run>>> {
+        let _ = (ctx, input);
+        Box::pin(std::future::ready(Err(crate::NodeError::new(
+            "this node did not compile: see the errors of `#[wop_node]`",
+        ))))
+    }
 }
