@@ -5,11 +5,13 @@
 //! it is and the document the runtime negotiates with; `request` writes the request the host
 //! gets.
 
+mod config;
 mod document;
 mod request;
 #[cfg(test)]
 mod tests;
 
+pub use config::NodeConfig;
 pub use document::{HostKind, OPENWOP_APP_SNAPSHOT, host_document};
 
 use crate::errors::map_host_error;
@@ -33,15 +35,6 @@ use wop_sdk::wire::{
 pub trait JsCallAi: Send + Sync {
     /// Makes the call.
     fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>>;
-}
-
-/// The node's configuration the bridge reads, and the pack's defaults.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct NodeConfig {
-    /// `ctx.config.provider`, else the pack's default.
-    pub provider: Option<String>,
-    /// `ctx.config.model`, else the pack's default.
-    pub model: Option<String>,
 }
 
 /// What one node execution's host keeps: the attempt ids it made, its open failures, the

@@ -2,7 +2,8 @@
 //! provider and model filled in, and on a plain host (no `callAccounting`) the lineage checked by
 //! the bridge and left out, with no `retry`.
 
-use super::{HostKind, NodeConfig};
+use super::config::NodeConfig;
+use super::document::HostKind;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use wop_sdk::wire::ErrorEnvelope;

@@ -1,6 +1,6 @@
 //! What a successful call gives back: [`Completion`], its [`AttemptId`], and [`InvalidOutput`].
 
-use super::Brand;
+use crate::brand::Brand;
 use crate::caps::AttemptsProof;
 use crate::wire::{Attempts, FinishReason, Usage};
 use serde_json::Value;

@@ -1,7 +1,8 @@
 //! What a node asks: [`AiRequest`] and the deliberate retry [`RetryOf`].
 
 use super::completion::{Completion, InvalidOutput};
-use super::{Brand, Output};
+use super::output::Output;
+use crate::brand::Brand;
 use crate::policy::{RetryPolicy, RetryReason};
 use crate::wire::{CallAiRequest, Message};
 use std::fmt;

@@ -26,7 +26,9 @@
 //! it would add a dependency pack authors then need an extension trait for. [`CallStream::next`]
 //! is an `async fn` and [`CallStream::poll_next`] the poll form, for adapters.
 
-use super::{AiFailure, Completion, Output};
+use super::completion::Completion;
+use super::output::Output;
+use crate::failure::AiFailure;
 use crate::host::{StreamDelta, StreamSink};
 use std::fmt;
 use std::future::Future;

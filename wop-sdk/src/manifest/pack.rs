@@ -1,7 +1,9 @@
 //! [`Pack`]: a name, a version and its nodes, and what it writes: `pack.json` v2 and the schema
 //! files the manifest names.
 
-use super::{ENGINES_OPENWOP, RUNTIME_ENTRY, RUNTIME_LANGUAGE, SCHEMA_DIR, X_MAX_CALLS, X_RETRY};
+use super::keys::{
+    ENGINES_OPENWOP, RUNTIME_ENTRY, RUNTIME_LANGUAGE, SCHEMA_DIR, X_MAX_CALLS, X_RETRY,
+};
 use crate::caps::Capability;
 use crate::node::{DynNode, Node};
 use serde_json::{Map, Value, json};

@@ -2,7 +2,7 @@
 //! its field: closed objects (with the v2 spelling of a renamed key), the grammars of names, type
 //! ids and versions, `engines`, `runtime`, `peerDependencies(Meta)` and each node.
 
-use super::{ENGINES_OPENWOP, X_MAX_CALLS, X_RETRY, is_semver, is_type_id};
+use super::keys::{ENGINES_OPENWOP, X_MAX_CALLS, X_RETRY, is_semver, is_type_id};
 use crate::policy::RetryPolicy;
 use serde_json::{Map, Value, json};
 use wop_sdk_rules::{grammar, sets};

@@ -2,7 +2,7 @@
 //! against the node's budget and the host's capabilities, the typed request handed to the host,
 //! the answer checked as any host answer is, and the typed [`Completion`] or opaque failure.
 
-use super::ctx::{CallReport, RunState};
+use super::state::{CallReport, RunState};
 use crate::ai::request::Lineage;
 use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Output};
 use crate::budget::AttemptPlan;

@@ -1,8 +1,10 @@
 //! Executes one node against a host: negotiation, required capabilities, `node.*` events,
 //! settling of failures left unsettled, and the node's own cost report.
 
-use super::ctx::{CallReport, RunState};
-use super::{DynNode, NodeCtx, NodeErrorKind};
+use super::ctx::NodeCtx;
+use super::error::NodeErrorKind;
+use super::spec::DynNode;
+use super::state::{CallReport, RunState};
 use crate::budget::BudgetStatus;
 use crate::caps::RunCapabilities;
 use crate::host::{Host, RunId};

@@ -11,6 +11,7 @@ mod caps;
 mod error;
 mod event;
 mod read;
+mod reason;
 mod request;
 mod result;
 
@@ -25,6 +26,7 @@ pub use event::{
     NodeStarted, OUTPUT_PORT, PROVIDER_FAILURE_REASON, ProviderUsage, Refusal, RetryAttempted,
     RetryExhausted, RunEvent, Truncated, event_id, kind, normalize_type, rfc3339,
 };
+pub use reason::RetryReason;
 pub use request::{CallAiRequest, Message, Retry, Role};
 pub use result::{
     Attempts, CallAiResult, FinishReason, SemanticStatus, StructuredOutputMode, Usage,

@@ -2,10 +2,11 @@
 
 use super::error::WireError;
 use super::read::{Obj, Side};
-use crate::policy::{MAX_ATTEMPTS, MIN_ATTEMPTS, RetryReason};
+use super::reason::RetryReason;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
+use wop_sdk_rules::retry::{MAX_ATTEMPTS, MIN_ATTEMPTS};
 
 /// Who speaks a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
