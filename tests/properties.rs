@@ -120,7 +120,11 @@ proptest! {
     #[test]
     fn results_never_panic_name_the_field_and_round_trip(v in json_value(), structured in any::<bool>()) {
         match CallAiResult::from_json(&v, structured) {
-            Ok(r) => prop_assert_eq!(CallAiResult::from_json(&r.to_json(), structured), Ok(r)),
+            Ok(r) => {
+                // What the JSON path accepts, the typed path accepts.
+                prop_assert_eq!(r.check(structured), Ok(()));
+                prop_assert_eq!(CallAiResult::from_json(&r.to_json(), structured), Ok(r));
+            }
             Err(e) => {
                 prop_assert_eq!(e.code, ErrorCode::ProtocolError);
                 prop_assert!(!e.field.is_empty());

@@ -6,13 +6,15 @@
 //!   run ids, each check returning the reason a value is refused;
 //! - [`sets`]: the closed sets a pack author picks from (categories, roles, capabilities) and the
 //!   ones the wire uses (runtime languages, `aiProviders` facets, retry reasons);
-//! - [`retry`]: the bounds of a per-call retry policy (RFC 0248 §B).
+//! - [`retry`]: the bounds of a per-call retry policy (RFC 0248 §B);
+//! - [`accounting`]: the bounds of the `attempts` record on a result (RFC 0248 §A).
 //!
 //! No dependencies, no I/O, nothing that can panic.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod accounting;
 pub mod grammar;
 pub mod retry;
 pub mod sets;

@@ -97,8 +97,9 @@ pub struct HostFailure {
 /// - [`Host::call_ai`] receives the call's [`AttemptKey`] and the typed request, and answers the
 ///   typed result or a [`HostFailure`]. A host must persist the key before dispatch, and on
 ///   re-entry with the same key and request return the recorded outcome without a provider
-///   request. The runtime checks what comes back ([`CallAiResult::check`]) as it would a JSON
-///   answer: a typed result is not trusted more than a parsed one.
+///   request. The runtime checks what comes back with [`CallAiResult::check`], the very check
+///   [`CallAiResult::from_json`] ends with: a typed result meets the same rules as a parsed one
+///   and is refused with the same error.
 /// - [`Host::call_ai_json`] is the JSON edge: a request exactly as JSON pack code would send it
 ///   (a host bridge, the conformance fixture's deliberately malformed `retry`). The default
 ///   parses it as a host does ([`CallAiRequest::from_json_for_host`]: a malformed `retry` is a
