@@ -6,6 +6,7 @@ use crate::errors::Errors;
 use proc_macro2::{Ident, Span};
 
 use wop_sdk_rules::grammar::{pack_name_problem, semver_problem, type_id_problem};
+use wop_sdk_rules::retry::DEFAULT_CEILING;
 
 fn check_version(version: Option<&crate::ast::Lit<String>>, what: &str, errors: &mut Errors) {
     if let Some(v) = version
@@ -51,20 +52,7 @@ pub(crate) fn node(args: NodeArgs, func: Option<NodeFn>, errors: &mut Errors) ->
         );
     }
     check_version(args.version.as_ref(), "node", errors);
-    let attempts = args.retry.as_ref().and_then(|r| r.max_attempts.as_ref());
-    if let (Some(calls), Some(attempts)) = (&args.max_calls, attempts)
-        && calls.value < u32::from(attempts.value)
-    {
-        {
-            errors.at(
-                calls.span,
-                format!(
-                    "`max_calls = {}` is smaller than `max_attempts = {}`: one structured call may make up to {} provider requests, so not even one call could fit the budget; raise `max_calls` to at least {} or lower `max_attempts`",
-                    calls.value, attempts.value, attempts.value, attempts.value
-                ),
-            );
-        }
-    }
+    check_max_calls(&args, errors);
     let func = func?;
     let struct_ident = Ident::new(
         &crate::ast::camel_case(&func.ident.to_string()),
@@ -75,6 +63,34 @@ pub(crate) fn node(args: NodeArgs, func: Option<NodeFn>, errors: &mut Errors) ->
         func,
         struct_ident,
     })
+}
+
+/// `max_calls` must fit one structured call: `max_attempts` requests when the node's policy
+/// names it, else the host's default ceiling (a call under the host's own policy may make that
+/// many; [`DEFAULT_CEILING`]). A node of plain calls only (one request each) says so with
+/// `retry(max_attempts = 1)`.
+fn check_max_calls(args: &NodeArgs, errors: &mut Errors) {
+    let Some(calls) = &args.max_calls else {
+        return;
+    };
+    match args.retry.as_ref().and_then(|r| r.max_attempts.as_ref()) {
+        Some(attempts) if calls.value < u32::from(attempts.value) => errors.at(
+            calls.span,
+            format!(
+                "`max_calls = {}` is smaller than `max_attempts = {}`: one structured call may make up to {} provider requests, so not even one call could fit the budget; raise `max_calls` to at least {} or lower `max_attempts`",
+                calls.value, attempts.value, attempts.value, attempts.value
+            ),
+        ),
+        Some(_) => {}
+        None if calls.value < u32::from(DEFAULT_CEILING) => errors.at(
+            calls.span,
+            format!(
+                "`max_calls = {}` cannot fit one structured call: without `retry(max_attempts = N)` a structured call runs under the host's own policy, up to its ceiling of provider requests ({DEFAULT_CEILING} by default), so not even one call could fit the budget; raise `max_calls` to at least {DEFAULT_CEILING}, or cap the node's calls with `retry(max_attempts = {})` (a node of plain calls makes one request per call)",
+                calls.value, calls.value
+            ),
+        ),
+        None => {}
+    }
 }
 
 /// Checks a pack's arguments.
@@ -148,11 +164,55 @@ mod tests {
         };
         let mut errors = Errors::default();
         super::pack(&args, &mut errors);
+        messages(errors)
+    }
+
+    fn max_calls_errors(tokens: proc_macro2::TokenStream) -> Vec<String> {
+        let mut errors = Errors::default();
+        let args = crate::attr::node_args(tokens, &mut errors);
+        super::check_max_calls(&args, &mut errors);
+        messages(errors)
+    }
+
+    fn messages(errors: Errors) -> Vec<String> {
         errors
             .finish(())
             .err()
             .map(|e| e.into_iter().map(|e| e.to_string()).collect())
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn max_calls_fits_one_call_at_the_default_ceiling_or_at_max_attempts() {
+        use quote::quote;
+        let ceiling = u32::from(wop_sdk_rules::retry::DEFAULT_CEILING);
+        for n in 1..=ceiling + 1 {
+            let lit = proc_macro2::Literal::u32_unsuffixed(n);
+            let errors = max_calls_errors(quote!(max_calls = #lit));
+            assert_eq!(
+                errors.is_empty(),
+                n >= ceiling,
+                "max_calls = {n}: {errors:?}"
+            );
+            if n < ceiling {
+                assert!(
+                    errors[0].contains("cannot fit one structured call"),
+                    "{errors:?}"
+                );
+            }
+            // Written out, `max_attempts` is the bound instead of the ceiling.
+            for attempts in 1..=ceiling + 1 {
+                let a = proc_macro2::Literal::u32_unsuffixed(attempts);
+                let errors = max_calls_errors(quote!(max_calls = #lit, retry(max_attempts = #a)));
+                assert_eq!(
+                    errors.is_empty(),
+                    n >= attempts,
+                    "{n} {attempts}: {errors:?}"
+                );
+            }
+        }
+        // No budget, nothing to fit.
+        assert!(max_calls_errors(quote!(type_id = "community.a.b")).is_empty());
     }
 
     #[test]

@@ -5,6 +5,16 @@ pub const MIN_ATTEMPTS: u8 = 1;
 /// The largest `maxAttempts` a host accepts.
 pub const MAX_ATTEMPTS: u8 = 16;
 
+/// A host's ceiling on provider requests per structured call when its capability document does
+/// not advertise one (RFC 0032's default `maxRetryAttempts`). A call under the host's own policy
+/// may make this many requests, so a node's `max_calls` below it cannot fit one structured call.
+pub const DEFAULT_CEILING: u8 = 3;
+
+/// The requests a host without `aiProviders.callAccounting` may add after its ceiling: its
+/// natural-language-to-JSON fallback (openwop-app: 3 requests, then the fallback). A host with
+/// `callAccounting` counts the fallback inside its ceiling (RFC 0248 §B.1), so adds none.
+pub const FALLBACK_AFTER_CEILING: u8 = 1;
+
 /// The rule, in the words both the macros and the runtime use.
 pub const ATTEMPTS_RULE: &str = "must be an integer in 1..=16";
 

@@ -52,8 +52,9 @@ impl Capability {
     }
 }
 
-/// The host default ceiling when a document does not advertise `envelopes.reliability`.
-pub const DEFAULT_CEILING: u8 = 3;
+/// The host default ceiling when a document does not advertise `envelopes.reliability`
+/// ([`wop_sdk_rules::retry::DEFAULT_CEILING`], which `#[wop_node]` checks `max_calls` against).
+pub const DEFAULT_CEILING: u8 = wop_sdk_rules::retry::DEFAULT_CEILING;
 /// The truncation multiplier when a document does not advertise one.
 pub const DEFAULT_TRUNCATION_MULTIPLIER: u32 = 2;
 

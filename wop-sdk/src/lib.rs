@@ -137,6 +137,12 @@ pub mod prelude {
 /// [`rules::grammar::type_id_problem`]) and `version` (semver). `requires(...)` takes `ai_providers`,
 /// `attempts`, `retry_policy`, `provider_usage`, `replay`; `plan = path` names a
 /// `fn(&Input) -> CallPlan` used for estimates. Every literal is checked at compile time.
+///
+/// `max_calls` must fit one structured call, or the node does not compile: at least
+/// `max_attempts` when the node's `retry(...)` names it, else at least a host's default ceiling
+/// ([`caps::DEFAULT_CEILING`], 3 requests). That is all the macro can know: a host advertising a
+/// higher ceiling, or one without `callAccounting` whose natural-language fallback follows its
+/// ceiling, may need more; [`Estimate`] shows both kinds of host for the node's `plan`.
 pub use wop_sdk_macros::wop_node;
 
 /// A [`RetryPolicy`] checked at compile time: `retry!(max_attempts = 2, grow_max_tokens = false)`,

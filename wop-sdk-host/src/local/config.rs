@@ -56,7 +56,7 @@ impl Default for LocalConfig {
         Self {
             attempts: true,
             retry_policy: true,
-            max_retry_attempts: 3,
+            max_retry_attempts: wop_sdk::caps::DEFAULT_CEILING,
             truncation_multiplier: 2,
             default_max_tokens: 1024,
             provider_max_tokens: 32_768,
@@ -82,7 +82,9 @@ impl LocalConfig {
     /// 1..=8 (the capability document's range), budgets, caps and limits to at least 1.
     #[must_use]
     pub fn validated(mut self) -> Self {
-        self.max_retry_attempts = self.max_retry_attempts.clamp(1, 16);
+        self.max_retry_attempts = self
+            .max_retry_attempts
+            .clamp(wop_sdk::policy::MIN_ATTEMPTS, wop_sdk::policy::MAX_ATTEMPTS);
         self.truncation_multiplier = self.truncation_multiplier.clamp(1, 8);
         self.default_max_tokens = self.default_max_tokens.max(1);
         self.provider_max_tokens = self.provider_max_tokens.max(1);

@@ -56,7 +56,9 @@ pub fn host_document(mut document: CapabilityDocument) -> CapabilityDocument {
             e.contains("nltoformat") || e.contains("nl-to-format")
         })
     {
-        rel.max_retry_attempts = rel.max_retry_attempts.saturating_add(1);
+        rel.max_retry_attempts = rel
+            .max_retry_attempts
+            .saturating_add(wop_sdk::rules::retry::FALLBACK_AFTER_CEILING);
     }
     document
 }

@@ -30,8 +30,10 @@
 //!
 //! `choices[0].message.content` is the content; a `message.refusal` is a refusal
 //! (`content-filter`); `finish_reason` `stop`, `length`, `content_filter`, `tool_calls` map to
-//! their OpenWOP names (anything else is `other`); `usage.prompt_tokens` and
-//! `usage.completion_tokens` are the usage, and a reply without them reported none (so the call's
+//! their OpenWOP names (anything else is `other`). A reply that gives no reason (`null`, which
+//! OpenAI reads as "incomplete") is a truncation (`length`) when its output tokens reached the
+//! budget sent, else `other`: the server's whole answer, its completeness unknown, never `stop`.
+//! `usage.prompt_tokens` and `usage.completion_tokens` are the usage, and a reply without them reported none (so the call's
 //! `usageComplete` is `false`). In `prompt` mode a reply wrapped in one code fence is unwrapped.
 //!
 //! # Streaming

@@ -3,7 +3,8 @@
 //! - the first choice's `message.content` is the content; a non-empty `message.refusal` is a
 //!   refusal (`content-filter`), its text kept as the content (the host keeps it private);
 //! - `finish_reason`: `stop`, `length`, `content_filter` and `tool_calls` (or the older
-//!   `function_call`) map to their OpenWOP names; anything else, or none, is `other`;
+//!   `function_call`) map to their OpenWOP names; anything else is `other`; none at all is
+//!   `length` when the output tokens reached the budget sent, else `other` ([`finish_reason`]);
 //! - `usage.prompt_tokens` / `completion_tokens` / `total_tokens` are the usage; a reply without
 //!   `usage` (or without `completion_tokens`) reported no usage;
 //! - the mode is the request's: the provider reports the mode it asked for;
@@ -62,14 +63,35 @@ impl ApiUsage {
     }
 }
 
-/// Maps an OpenAI `finish_reason`.
-pub(crate) fn finish_reason(reason: Option<&str>) -> FinishReason {
-    match reason {
+/// Maps an OpenAI `finish_reason`. `usage` and `max_tokens` (the budget the request sent) decide
+/// a reply that gives none (`null`, absent, or the empty string some servers write).
+///
+/// Without a reason the server did not say why it stopped: OpenAI's reference reads `null` as
+/// "in progress or incomplete", and its whole-reply schema requires a reason, but servers omit
+/// it. Such a reply arrived whole (the body was complete, or the stream ended with `[DONE]`), so
+/// it is taken as the server's answer, with two honest limits:
+/// - output tokens that reached the budget sent are a cut at the budget: `length`, a truncation
+///   (retried as one, `envelope.truncated`), never a success;
+/// - otherwise `other` (never `stop`: nothing says the model chose to stop). A structured
+///   reply is still parsed and checked against its schema, so a cut one fails there.
+pub(crate) fn finish_reason(
+    reason: Option<&str>,
+    usage: Option<&Usage>,
+    max_tokens: u32,
+) -> FinishReason {
+    match reason.filter(|r| !r.is_empty()) {
         Some("stop") => FinishReason::Stop,
         Some("length") => FinishReason::Length,
         Some("content_filter") => FinishReason::ContentFilter,
         Some("tool_calls" | "function_call") => FinishReason::ToolCall,
-        _ => FinishReason::Other,
+        Some(_) => FinishReason::Other,
+        None if usage
+            .and_then(|u| u.output_tokens)
+            .is_some_and(|out| out >= u64::from(max_tokens)) =>
+        {
+            FinishReason::Length
+        }
+        None => FinishReason::Other,
     }
 }
 
@@ -96,6 +118,7 @@ pub(crate) fn parse(
         .response_schema
         .as_ref()
         .map(|_| request.mode.unwrap_or(StructuredOutputMode::Native));
+    let usage = completion.usage.and_then(ApiUsage::usage);
     let (content, finish) = match message.refusal.filter(|r| !r.is_empty()) {
         Some(refusal) => (refusal, FinishReason::ContentFilter),
         None => {
@@ -104,10 +127,13 @@ pub(crate) fn parse(
                 Some(StructuredOutputMode::Prompt) => unfence(&text).to_owned(),
                 _ => text,
             };
-            (text, finish_reason(choice.finish_reason.as_deref()))
+            let reason = choice.finish_reason.as_deref();
+            (
+                text,
+                finish_reason(reason, usage.as_ref(), request.max_tokens),
+            )
         }
     };
-    let usage = completion.usage.and_then(ApiUsage::usage);
     Ok(ProviderReply {
         content: content.into_bytes(),
         finish_reason: finish,
@@ -148,15 +174,36 @@ mod tests {
 
     #[test]
     fn finish_reasons() {
-        assert_eq!(finish_reason(Some("stop")), FinishReason::Stop);
-        assert_eq!(finish_reason(Some("length")), FinishReason::Length);
+        let f = |r| finish_reason(r, None, 100);
+        assert_eq!(f(Some("stop")), FinishReason::Stop);
+        assert_eq!(f(Some("length")), FinishReason::Length);
+        assert_eq!(f(Some("content_filter")), FinishReason::ContentFilter);
+        assert_eq!(f(Some("tool_calls")), FinishReason::ToolCall);
+        assert_eq!(f(Some("eos")), FinishReason::Other);
+        // None given: unknown, unless the output reached the budget sent.
+        assert_eq!(f(None), FinishReason::Other);
+        assert_eq!(f(Some("")), FinishReason::Other);
+        let used = |out| Usage {
+            output_tokens: Some(out),
+            ..Usage::default()
+        };
         assert_eq!(
-            finish_reason(Some("content_filter")),
-            FinishReason::ContentFilter
+            finish_reason(None, Some(&used(99)), 100),
+            FinishReason::Other
         );
-        assert_eq!(finish_reason(Some("tool_calls")), FinishReason::ToolCall);
-        assert_eq!(finish_reason(Some("eos")), FinishReason::Other);
-        assert_eq!(finish_reason(None), FinishReason::Other);
+        assert_eq!(
+            finish_reason(None, Some(&used(100)), 100),
+            FinishReason::Length
+        );
+        assert_eq!(
+            finish_reason(Some(""), Some(&used(101)), 100),
+            FinishReason::Length
+        );
+        // A reason given is believed.
+        assert_eq!(
+            finish_reason(Some("stop"), Some(&used(100)), 100),
+            FinishReason::Stop
+        );
     }
 
     #[test]

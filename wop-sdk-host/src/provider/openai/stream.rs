@@ -200,7 +200,12 @@ impl Reply {
                     on_text(&text);
                 }
             }
-            if choice.finish_reason.is_some() {
+            // Some servers write `""` on every chunk before the last: no reason yet.
+            if choice
+                .finish_reason
+                .as_deref()
+                .is_some_and(|r| !r.is_empty())
+            {
                 self.finish = choice.finish_reason;
             }
         }
@@ -232,7 +237,12 @@ impl Reply {
                 }
                 _ => self.content,
             };
-            (text, super::reply::finish_reason(self.finish.as_deref()))
+            let reason = super::reply::finish_reason(
+                self.finish.as_deref(),
+                self.usage.as_ref(),
+                request.max_tokens,
+            );
+            (text, reason)
         } else {
             (self.refusal, FinishReason::ContentFilter)
         };
