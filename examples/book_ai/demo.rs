@@ -10,8 +10,8 @@
 //! | 3 | draft-1 | a 22-word scene without Hale | closed-world failure: `invalid_output` |
 //! | 4 | draft-1 | the repair, 900 tokens > `maxTokens` 600 | truncated; retried with 1200 |
 //! | 5 | draft-1 | the repair again, 820 tokens | valid: the pack's deliberate retry worked |
-//! | – | draft-1 | scene 2 is never sent | 4 of 6 used, worst case 3: `budget_exhausted` |
-//! | 6 | review-1 | a plain-text review | host retries off, one request |
+//! | 6 | draft-1 | scene 2, 410 tokens | valid first time: 5 of 16 used |
+//! | 7 | review-1 | a plain-text review | host retries off, one request |
 //!
 //! Both scene calls are streamed (`chunks` in the script): each fragment gets a progress line as
 //! the scene grows, and a host retry (steps 2 and 4) says the fragments were discarded. A stream

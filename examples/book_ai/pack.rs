@@ -34,7 +34,7 @@ pub fn review_plan_for(_input: &ReviewRequest) -> CallPlan {
     review_plan()
 }
 
-/// The worst case of `draft_scene` for its input: one structured call per scene.
+/// The worst case of `draft_scene` for its input: per scene, a draft and at most one repair.
 pub fn draft_plan_for(input: &DraftRequest) -> CallPlan {
     draft_plan(input.chapter.scenes.len())
 }
@@ -232,8 +232,11 @@ pub fn outline_plan(_input: &BookBrief) -> CallPlan {
     version = "0.1.0",
     label = "Draft scenes",
     description = "Drafts each scene of a chapter, validated and repaired once.",
-    // Two scenes at the host ceiling of 3 requests each; a third would not fit.
-    max_calls = 6,
+    // Two scenes, each a draft and one repair, at the worst case of a host without
+    // `callAccounting` (openwop-app): 2 x 2 x (3 requests + the natural-language fallback). Such
+    // a host reports no attempts, so each call is charged its worst case; a budget sized for an
+    // RFC 0248 host (2 x 3) would leave every scene a placeholder there. A third scene does not fit.
+    max_calls = 16,
     requires(ai_providers),
     plan = draft_plan_for,
 )]
@@ -382,7 +385,8 @@ fn placeholder(ctx: &NodeCtx<'_>, beat: &str) -> DraftedScene {
 /// Repairs are not planned: they are paid from the same budget when needed, and a scene the
 /// budget can no longer cover is refused before dispatch and becomes a placeholder.
 pub fn draft_plan(scenes: usize) -> CallPlan {
-    let times = u32::try_from(scenes).unwrap_or(u32::MAX);
+    // A draft and at most one repair per scene.
+    let times = u32::try_from(scenes).unwrap_or(u32::MAX).saturating_mul(2);
     CallPlan::new([PlannedCall::structured(SCENE_MAX_TOKENS, DraftScene::SPEC.retry).times(times)])
 }
 

@@ -10,13 +10,11 @@ fn without_arguments_the_demo_runs_and_exits_0() {
     let out = stdout(&o);
     for expected in [
         "Estimate (host ceiling 3",
+        "w/o 0248: a host without callAccounting, each structured call charged 4",
         "Progress",
         "draft-1: host retry, attempt 2 (truncation)",
-        "draft-1: call 2 held back by the node's budget before dispatch",
-        "budget_exhausted: never sent, nothing charged",
-        "by design: the node's budget held this scene back",
         "Charges per beneficiary",
-        "[PLACEHOLDER]",
+        "[drafted] Hale questions the ferryman at dawn",
     ] {
         assert!(out.contains(expected), "missing `{expected}` in:\n{out}");
     }
@@ -64,13 +62,18 @@ fn estimate_reports_each_node_and_refuses_bad_input() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     assert_eq!(v["nodes"][0]["requests"], 3);
-    assert_eq!(v["nodes"][1]["requests"], 6);
+    // Two scenes, each a draft and one repair: 4 structured calls.
+    assert_eq!(v["nodes"][1]["requests"], 4 * 3);
     assert_eq!(
         v["nodes"][1]["outputTokensWithGrowth"],
-        2 * (600 + 1200 + 2400)
+        4 * (600 + 1200 + 2400)
     );
-    assert_eq!(v["nodes"][1]["outputTokensWithoutGrowth"], 2 * 3 * 600);
+    assert_eq!(v["nodes"][1]["outputTokensWithoutGrowth"], 4 * 3 * 600);
     assert_eq!(v["nodes"][1]["fits"], true);
+    // On a host without callAccounting each is charged 3 requests and the fallback.
+    assert_eq!(v["nodes"][0]["requestsWithoutAccounting"], 4);
+    assert_eq!(v["nodes"][1]["requestsWithoutAccounting"], 4 * 4);
+    assert_eq!(v["nodes"][1]["fitsWithoutAccounting"], true);
 
     let file = temp(
         "plan.json",
@@ -93,7 +96,7 @@ fn estimate_exits_1_when_a_node_cannot_fit() {
     assert_eq!(code(&o), 1);
     assert!(
         stderr(&o)
-            .contains("node `draft-scene` may make 9 provider requests, but its max_calls is 6"),
+            .contains("node `draft-scene` may make 18 provider requests, but its max_calls is 16"),
         "{}",
         stderr(&o)
     );
@@ -210,8 +213,8 @@ fn run_refuses_to_start_a_node_that_cannot_fit() {
     assert_eq!(code(&o), 1);
     assert!(
         stderr(&o).contains(
-            "refusing to start: the run would not fit its budget: node `main` may make 9 \
-             provider requests, but its max_calls is 6"
+            "refusing to start: the run would not fit its budget: node `main` may make 18 \
+             provider requests, but its max_calls is 16"
         ),
         "{}",
         stderr(&o)

@@ -131,6 +131,37 @@ impl Capabilities {
         }
     }
 
+    /// How a host without `aiProviders.callAccounting` charges a node, from this document: the
+    /// document as it is when it advertises no `callAccounting` (its ceiling already says what it
+    /// may send), else the same host without it, as openwop-app's public snapshot is: no
+    /// `attempts` (each call charged its worst case), no `retry` honoured, and the
+    /// natural-language fallback after the ceiling
+    /// ([`wop_sdk_rules::retry::FALLBACK_AFTER_CEILING`] more requests per structured call).
+    pub fn without_call_accounting(&self) -> Self {
+        if self.document.call_accounting.is_none() {
+            return self.clone();
+        }
+        let mut document = self.document.clone();
+        document.call_accounting = None;
+        let charged = self
+            .max_retry_attempts()
+            .saturating_add(wop_sdk_rules::retry::FALLBACK_AFTER_CEILING);
+        match &mut document.reliability {
+            Some(r) => r.max_retry_attempts = charged,
+            None => {
+                document.reliability = Some(crate::wire::Reliability {
+                    max_retry_attempts: charged,
+                    events: Vec::new(),
+                    completion: crate::wire::EnvelopeCompletion {
+                        distinguishes_truncation: false,
+                        truncation_budget_multiplier: f64::from(DEFAULT_TRUNCATION_MULTIPLIER),
+                    },
+                });
+            }
+        }
+        Self { document }
+    }
+
     fn call_accounting(&self) -> crate::wire::CallAccounting {
         self.document.call_accounting.unwrap_or_default()
     }

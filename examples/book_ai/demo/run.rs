@@ -295,6 +295,8 @@ impl Book {
                 output_tokens_with_growth: 0,
                 output_tokens_without_growth: 0,
                 fits: true,
+                requests_without_accounting: 0,
+                fits_without_accounting: true,
             });
         // A call the budget held back emits no event: say so here, as what it is.
         for c in outcome

@@ -35,8 +35,10 @@ pub(super) fn indented(t: &Table) -> String {
         .join("\n")
 }
 
-/// The estimate as a table: per node and in total, worst-case provider requests and output
-/// tokens (under each call's policy, with and without budget growth), and whether it fits.
+/// The estimate as a table: per node and in total, worst-case provider requests (on this host,
+/// and on a host without `callAccounting`, which charges each structured call its ceiling and
+/// the natural-language fallback) and output tokens (under each call's policy, with and without
+/// budget growth), and whether it fits on each kind of host.
 pub fn estimate_table(e: &Estimate) -> String {
     let mut t = table(
         &[
@@ -44,12 +46,13 @@ pub fn estimate_table(e: &Estimate) -> String {
             "type",
             "max_calls",
             "requests",
+            "w/o 0248",
             "out tok",
             "with grow",
             "no grow",
             "fits",
         ],
-        &[2, 3, 4, 5, 6],
+        &[2, 3, 4, 5, 6, 7],
     );
     for n in &e.nodes {
         t.add_row(vec![
@@ -58,10 +61,11 @@ pub fn estimate_table(e: &Estimate) -> String {
             n.max_calls
                 .map_or_else(|| "-".to_owned(), |m| m.to_string()),
             n.requests.to_string(),
+            n.requests_without_accounting.to_string(),
             n.output_tokens.to_string(),
             n.output_tokens_with_growth.to_string(),
             n.output_tokens_without_growth.to_string(),
-            yes_no(n.fits).to_owned(),
+            fits(n.fits, n.fits_without_accounting).to_owned(),
         ]);
     }
     let sum = |f: fn(&NodeEstimate) -> u64| e.nodes.iter().map(f).sum::<u64>();
@@ -70,21 +74,30 @@ pub fn estimate_table(e: &Estimate) -> String {
         String::new(),
         String::new(),
         e.total_requests().to_string(),
+        e.total_requests_without_accounting().to_string(),
         e.total_output_tokens().to_string(),
         sum(|n| n.output_tokens_with_growth).to_string(),
         sum(|n| n.output_tokens_without_growth).to_string(),
-        yes_no(e.fits()).to_owned(),
+        fits(e.fits(), e.over_without_accounting().next().is_none()).to_owned(),
     ]);
     format!(
-        "Estimate (host ceiling {} requests per structured call, truncation budget x{})\n{}",
+        "Estimate (host ceiling {} requests per structured call, truncation budget x{}; \
+         w/o 0248: a host without callAccounting, each structured call charged {} with its \
+         natural-language fallback)\n{}",
         e.ceiling,
         e.multiplier,
+        e.ceiling_without_accounting,
         indented(&t)
     )
 }
 
-fn yes_no(b: bool) -> &'static str {
-    if b { "yes" } else { "NO" }
+/// `yes`, `NO`, or `NO w/o 0248` when it fits only a host with `callAccounting`.
+fn fits(here: bool, without_accounting: bool) -> &'static str {
+    match (here, without_accounting) {
+        (true, true) => "yes",
+        (true, false) => "NO w/o 0248",
+        (false, _) => "NO",
+    }
 }
 
 /// `n request(s)`.

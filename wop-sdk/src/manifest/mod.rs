@@ -18,6 +18,7 @@
 //! [`Pack`] and the writing of its `pack.json` and schema files live in `pack`; the checks of
 //! [`validate_manifest`] in `validate`; the constants both share and the grammar predicates in `keys`.
 
+mod budget;
 mod keys;
 mod pack;
 mod validate;

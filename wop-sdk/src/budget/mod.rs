@@ -11,6 +11,19 @@
 //!   provider maximum when known) if every attempt truncates and growth is on, and with
 //!   `maxTokens` every time when `growMaxTokens` is false. Three attempts at 1000 tokens:
 //!   7000 with doubling, 3000 without.
+//!
+//! # Two kinds of host
+//!
+//! A host that advertises `aiProviders.callAccounting` reports each call's `attempts`, so a node
+//! is charged what its calls really made. A host without it reports nothing: each call is
+//! charged its worst case, and that host adds its natural-language fallback after its ceiling
+//! (openwop-app: 3 requests, then the fallback, 4 in all) and ignores a call's `retry`. An
+//! [`Estimate`] gives both: `requests` on the host it was made for, `requests_without_accounting`
+//! on such a host ([`Capabilities::without_call_accounting`]).
+
+mod estimate;
+
+pub use estimate::{CallPlan, Estimate, NodeEstimate, PlannedCall};
 
 use crate::caps::Capabilities;
 use crate::policy::RetryPolicy;
@@ -150,170 +163,6 @@ impl BudgetStatus {
     /// Whether a call whose worst case is `worst` can start without risking an overrun.
     pub fn admits(&self, worst: u32) -> bool {
         self.remaining().is_none_or(|r| worst <= r)
-    }
-}
-
-/// One call a node plans to make, for the estimate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlannedCall {
-    /// Structured (with `responseSchema`) or plain.
-    pub structured: bool,
-    /// The request's `maxTokens`.
-    pub max_tokens: u32,
-    /// The call's retry policy.
-    pub policy: RetryPolicy,
-    /// How many such calls.
-    pub times: u32,
-}
-
-impl PlannedCall {
-    /// A structured call.
-    pub fn structured(max_tokens: u32, policy: RetryPolicy) -> Self {
-        Self {
-            structured: true,
-            max_tokens,
-            policy,
-            times: 1,
-        }
-    }
-
-    /// A plain call.
-    pub fn plain(max_tokens: u32) -> Self {
-        Self {
-            structured: false,
-            max_tokens,
-            policy: RetryPolicy::HOST_DEFAULT,
-            times: 1,
-        }
-    }
-
-    /// The same call made `n` times.
-    #[must_use]
-    pub fn times(mut self, n: u32) -> Self {
-        self.times = n;
-        self
-    }
-}
-
-/// The calls a node plans to make for one input (`#[wop_node(plan = my_plan)]`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CallPlan {
-    /// The planned calls.
-    pub calls: Vec<PlannedCall>,
-}
-
-impl CallPlan {
-    /// A plan with these calls.
-    pub fn new(calls: impl IntoIterator<Item = PlannedCall>) -> Self {
-        Self {
-            calls: calls.into_iter().collect(),
-        }
-    }
-}
-
-/// The worst case of one node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeEstimate {
-    /// The node instance.
-    pub node_id: String,
-    /// Its type.
-    pub type_id: String,
-    /// Its budget.
-    pub max_calls: Option<u32>,
-    /// Worst-case provider requests.
-    pub requests: u32,
-    /// Worst-case output tokens under each call's own policy.
-    pub output_tokens: u64,
-    /// Worst-case output tokens if every call let the budget grow.
-    pub output_tokens_with_growth: u64,
-    /// Worst-case output tokens if no call let the budget grow.
-    pub output_tokens_without_growth: u64,
-    /// Whether the worst case fits `max_calls`.
-    pub fits: bool,
-}
-
-/// Worst-case provider requests and output tokens for a planned run, per node and in total.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Estimate {
-    /// The host ceiling it was computed under.
-    pub ceiling: u8,
-    /// The truncation multiplier it was computed under.
-    pub multiplier: u32,
-    /// Per node, in plan order.
-    pub nodes: Vec<NodeEstimate>,
-}
-
-impl Estimate {
-    /// An empty estimate for a host with `caps`.
-    pub fn new(caps: &Capabilities) -> Self {
-        Self {
-            ceiling: caps.max_retry_attempts(),
-            multiplier: caps.truncation_multiplier(),
-            nodes: Vec::new(),
-        }
-    }
-
-    /// Adds a node's plan.
-    pub fn add_node(
-        &mut self,
-        caps: &Capabilities,
-        provider_max: Option<u32>,
-        node_id: &str,
-        type_id: &str,
-        max_calls: Option<u32>,
-        plan: &CallPlan,
-    ) -> &NodeEstimate {
-        let mut est = NodeEstimate {
-            node_id: node_id.to_owned(),
-            type_id: type_id.to_owned(),
-            max_calls,
-            requests: 0,
-            output_tokens: 0,
-            output_tokens_with_growth: 0,
-            output_tokens_without_growth: 0,
-            fits: true,
-        };
-        for call in &plan.calls {
-            let mut own =
-                AttemptPlan::negotiated(caps, call.structured, call.policy, call.max_tokens);
-            own.provider_max = provider_max;
-            own.first_max_tokens = provider_max.map_or(call.max_tokens, |m| call.max_tokens.min(m));
-            let n = own.requests;
-            // A host that does not honour `retry` may grow the budget whatever the policy says:
-            // `own.grow` is then true.
-            let tokens = |grow| {
-                AttemptPlan { grow, ..own }
-                    .worst_case_output_tokens()
-                    .saturating_mul(u64::from(call.times))
-            };
-            est.requests = est.requests.saturating_add(n.saturating_mul(call.times));
-            est.output_tokens = est.output_tokens.saturating_add(tokens(own.grow));
-            est.output_tokens_with_growth =
-                est.output_tokens_with_growth.saturating_add(tokens(true));
-            est.output_tokens_without_growth = est
-                .output_tokens_without_growth
-                .saturating_add(tokens(false));
-        }
-        est.fits = max_calls.is_none_or(|m| est.requests <= m);
-        self.nodes.push(est);
-        self.nodes.last().expect("just pushed")
-    }
-
-    /// Worst-case provider requests of the whole run.
-    pub fn total_requests(&self) -> u32 {
-        self.nodes.iter().map(|n| n.requests).sum()
-    }
-
-    /// Worst-case output tokens of the whole run under each call's policy.
-    pub fn total_output_tokens(&self) -> u64 {
-        self.nodes.iter().map(|n| n.output_tokens).sum()
-    }
-
-    /// Whether every node fits its budget.
-    pub fn fits(&self) -> bool {
-        self.nodes.iter().all(|n| n.fits)
     }
 }
 
