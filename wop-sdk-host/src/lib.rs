@@ -40,3 +40,4 @@ pub mod journal;
 pub mod local;
 pub mod pack;
 pub mod provider;
+pub mod testing;

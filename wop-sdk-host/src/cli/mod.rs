@@ -52,6 +52,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod watch;
 
 use crate::journal::Journal;
 use crate::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
@@ -59,9 +60,7 @@ use args::{Cli, Command, RunArgs, command_for};
 use clap::FromArgMatches;
 use inputs::{Input, JournalUse, find, open_journal, plan_of, read_input};
 use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
-pub use progress::{
-    Progress, WatchedProvider, colors_wanted, elapsed_column, progress_line, reply_line,
-};
+pub use progress::{Progress, colors_wanted, elapsed_column, progress_line, reply_line};
 pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
 pub use render::{call_summary, estimate_table};
 use render::{conformance_table, render_events, render_outcome};
@@ -71,6 +70,7 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+pub use watch::WatchedProvider;
 use wop_sdk::budget::Estimate;
 use wop_sdk::caps::Capabilities;
 use wop_sdk::host::RunId;
