@@ -18,7 +18,14 @@ pub fn book_ai_binary() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let status = Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "-p", "wop-sdk-workspace", "--example", "book_ai"])
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "wop-sdk-workspace",
+                    "--example",
+                    "book_ai",
+                ])
                 .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
                 .status()
                 .expect("cargo runs");
