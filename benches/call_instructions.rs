@@ -12,7 +12,7 @@
 //! `plain`, `retries` (two schema-violation retries), `x16` (16 structured calls in one run).
 //! Run by `cargo bench` without `WOP_KIND` it does a short smoke pass of each.
 
-mod common;
+use wop_sdk_test_support::bench as common;
 
 use common::{Caller, GOOD, Instant, Line};
 use serde::Deserialize;

@@ -5,7 +5,7 @@
 //! `cargo bench --bench call_overhead` (see BENCHMARKS.md). The provider answers at once
 //! (`common::Instant`), so what is measured is the SDK and the host.
 
-mod common;
+use wop_sdk_test_support::bench as common;
 
 use common::{Caller, GOOD, Instant, Line};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

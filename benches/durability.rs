@@ -5,7 +5,7 @@
 //! `cargo bench --bench durability` (see BENCHMARKS.md). `WOP_BENCH_SECS` sets each
 //! measurement's length (default 3). Prints figures; asserts nothing about time.
 
-mod common;
+use wop_sdk_test_support::bench as common;
 
 use common::{Caller, Instant};
 use std::io::Write;

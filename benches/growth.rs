@@ -8,7 +8,7 @@
 //! writer thread groups up to 512 commands per transaction): runs of 20 calls, each call begun,
 //! its request recorded, and finished with a charge and one event, as a real call leaves it.
 
-mod common;
+use wop_sdk_test_support::bench as common;
 
 use common::{Caller, Instant};
 use serde_json::json;

@@ -8,9 +8,7 @@
 //! whole path (N-API and the generated index.mjs included), it splits the bridge's cost per call
 //! into the runtime's share and the crossing's.
 
-#[allow(dead_code)]
-#[path = "../examples/book_ai/pack.rs"]
-mod pack;
+use book_ai::pack;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};

@@ -9,8 +9,7 @@
 //!
 //! `cargo bench --bench openai_overhead` (see BENCHMARKS.md).
 
-#[path = "../tests/support/openai_server.rs"]
-mod server;
+use wop_sdk_test_support::openai_server as server;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@
 //!
 //! `cargo bench --bench streaming` (see BENCHMARKS.md). The provider answers at once.
 
-mod common;
+use wop_sdk_test_support::bench as common;
 
 use common::{In, Out};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};

@@ -1,16 +1,9 @@
 //! The Book AI demo, run as a library: its report must agree with what the provider itself
 //! received and with the bundled script.
 
-#[allow(dead_code)]
-#[path = "support/picture.rs"]
-mod picture;
+use wop_sdk_test_support::picture;
 
-#[path = "../examples/book_ai/pack.rs"]
-mod pack;
-
-#[allow(dead_code)]
-#[path = "../examples/book_ai/demo.rs"]
-mod demo;
+use book_ai::demo;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

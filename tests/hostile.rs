@@ -11,9 +11,8 @@ use wop_sdk_host::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, MemoryJournal, Outcome,
     RunRecord,
 };
-use wop_sdk_host::local::{
-    LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, ScriptedProvider, Step,
-};
+use wop_sdk_host::local::{LocalHost, ProviderReply, ScriptedProvider, Step};
+use wop_sdk_host::testing::{from_fn, reply};
 
 fn schema() -> Value {
     json!({"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}})
@@ -105,37 +104,24 @@ async fn a_plain_call_with_invalid_utf8_fails_cleanly() {
     assert_eq!(f.public.error, ErrorCode::UpstreamUnavailable);
 }
 
-/// A provider that answers only after the host has given up.
-struct Late(Arc<AtomicBool>);
-
-impl Provider for Late {
-    fn name(&self) -> &str {
-        "late"
-    }
-    fn generate<'a>(
-        &'a self,
-        _r: ProviderRequest,
-    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
-        let answered = Arc::clone(&self.0);
-        Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            answered.store(true, Ordering::SeqCst);
-            Ok(ProviderReply {
-                content: br#"{"title": "late"}"#.to_vec(),
-                finish_reason: FinishReason::Stop,
-                usage: None,
-                mode: Some(StructuredOutputMode::Native),
-                model: None,
-            })
-        })
-    }
-}
-
 #[tokio::test]
 async fn a_reply_after_the_caller_gave_up_is_ambiguous_and_never_charged() {
+    // A provider that answers only after the host has given up.
     let answered = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&answered);
+    let late = from_fn("late", move |_request| {
+        let flag = Arc::clone(&flag);
+        async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            flag.store(true, Ordering::SeqCst);
+            Ok(ProviderReply {
+                mode: Some(StructuredOutputMode::Native),
+                ..reply(r#"{"title": "late"}"#)
+            })
+        }
+    });
     let host = LocalHost::builder()
-        .provider(Late(Arc::clone(&answered)))
+        .provider(late)
         .provider_timeout(Duration::from_millis(20))
         .build();
     let f = host

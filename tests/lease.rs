@@ -3,8 +3,7 @@
 //! the owner is gone (killed with SIGKILL) is the dispatch ambiguous. The owner is this test
 //! binary re-executed as a child (as in `tests/redelivery.rs`).
 
-#[path = "support/child.rs"]
-mod child;
+use wop_sdk_test_support::child;
 
 use child::{child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
 use schemars::JsonSchema;

@@ -3,8 +3,7 @@
 //! fragment, reads the usage from the final chunk when the server sends it, and fails a stream
 //! that breaks off; through the local host as a pack author streams a call.
 
-#[path = "support/openai_server.rs"]
-mod server;
+use wop_sdk_test_support::openai_server as server;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

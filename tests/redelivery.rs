@@ -2,8 +2,7 @@
 //! re-executed) runs a node against a SQLite journal and is killed with SIGKILL at a chosen point;
 //! the test then reopens the same file and redelivers the node.
 
-#[path = "support/child.rs"]
-mod child;
+use wop_sdk_test_support::child;
 
 use child::{child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
 use schemars::JsonSchema;

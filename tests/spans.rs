@@ -2,8 +2,7 @@
 //! their outcome. A binary of its own: a subscriber set for one test thread is reliably seen by
 //! the span call sites only when no other test thread registers them at the same time.
 
-#[path = "support/trace.rs"]
-mod trace;
+use wop_sdk_test_support::trace;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -23,20 +23,11 @@
 //! (estimate against actual) and its printing; `demo/streams.rs` the progress lines of a
 //! streamed scene.
 
-// Children by path, so that the same file works as `mod demo` of the example and as
-// `#[path = "../examples/book_ai/demo.rs"] mod demo` of a test.
-#[path = "demo/report.rs"]
 mod report;
-#[path = "demo/run.rs"]
 mod run;
-#[path = "demo/streams.rs"]
 mod streams;
 
-// The paths the tests name (`demo::BookReport`, `demo::run_book`, `demo::run_book_with`); each
-// crate that includes this file uses some of them.
-#[allow(unused_imports)]
 pub use report::BookReport;
-#[allow(unused_imports)]
 pub use run::{run_book, run_book_with};
 
 use crate::pack::BookBrief;

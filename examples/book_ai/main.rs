@@ -13,9 +13,7 @@
 //! `pack.rs` holds the nodes (copy from it); `demo.rs` (and `demo/`) the demo run and its report;
 //! `script.json` the scripted provider's replies.
 
-mod demo;
-mod pack;
-
+use book_ai::{demo, pack};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -5,11 +5,9 @@ mod run_output;
 mod subcommands;
 mod terminal;
 
-#[path = "../support/picture.rs"]
-mod picture;
+use wop_sdk_test_support::picture;
 
-#[path = "../support/book_ai_example.rs"]
-mod book_ai_example;
+use wop_sdk_test_support::book_ai_example;
 
 use book_ai_example::book_ai_binary;
 use serde_json::{Value, json};

@@ -16,22 +16,13 @@ mod provider_requests;
 mod request_span;
 mod through_host;
 
-#[path = "../support/openai_server.rs"]
-mod server;
+use wop_sdk_test_support::openai_server as server;
 
-#[path = "../support/trace.rs"]
-mod trace;
+use wop_sdk_test_support::trace;
 
-#[path = "../support/book_ai_example.rs"]
-mod book_ai_example;
+use wop_sdk_test_support::book_ai_example;
 
-#[allow(dead_code)]
-#[path = "../../examples/book_ai/pack.rs"]
-mod pack;
-
-#[allow(dead_code)]
-#[path = "../../examples/book_ai/demo.rs"]
-mod demo;
+use book_ai::demo;
 
 use book_ai_example::book_ai_binary;
 use serde_json::{Value, json};

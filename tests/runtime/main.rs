@@ -7,11 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
+use wop_sdk::host::{AttemptKey, BoxFuture, Host, HostFailure, HostLayer, RunId};
 use wop_sdk::node::execute;
-use wop_sdk::wire::{
-    CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent,
-};
+use wop_sdk::wire::{CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode};
 use wop_sdk::{
     AiRequest, CallPlan, Capabilities, Estimate, NodeCtx, NodeError, PlannedCall, RetryPolicy,
     RetryReason, Text, wop_node,
@@ -213,7 +211,10 @@ impl Recorder {
     }
 }
 
-impl Host for Recorder {
+impl HostLayer for Recorder {
+    fn inner(&self) -> &dyn Host {
+        &self.inner
+    }
     fn capability_document(&self) -> CapabilityDocument {
         let mut d = self.inner.capability_document();
         if !self.advertise_attempts
@@ -245,19 +246,6 @@ impl Host for Recorder {
             }
             r
         })
-    }
-    fn settle_ai_failure<'a>(
-        &'a self,
-        run: &'a RunId,
-        f: FailureToken,
-    ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
-        self.inner.settle_ai_failure(run, f)
-    }
-    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
-        self.inner.record_event(run, event)
-    }
-    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
-        self.inner.events(run)
     }
 }
 

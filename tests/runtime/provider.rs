@@ -2,7 +2,7 @@
 //! all when it names a provider the host does not have.
 
 use super::*;
-use wop_sdk_host::local::{Provider, ProviderError, ProviderReply, ProviderRequest};
+use wop_sdk_host::testing::{from_fn, reply};
 
 #[wop_node(type_id = "community.test.tuned", version = "1.0.0")]
 async fn tuned(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
@@ -35,32 +35,6 @@ async fn temperature_and_stop_sequences_reach_the_provider() {
     assert_eq!(provider.requests()[0].stop_sequences, None);
 }
 
-/// A provider that answers every request with the same line and counts them.
-#[derive(Clone, Default)]
-struct House(Arc<std::sync::atomic::AtomicU32>);
-
-impl Provider for House {
-    fn name(&self) -> &str {
-        "house"
-    }
-
-    fn generate<'a>(
-        &'a self,
-        _request: ProviderRequest,
-    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Box::pin(async {
-            Ok(ProviderReply {
-                content: b"a line".to_vec(),
-                finish_reason: wop_sdk::wire::FinishReason::Stop,
-                usage: None,
-                mode: None,
-                model: None,
-            })
-        })
-    }
-}
-
 #[wop_node(type_id = "community.test.named", version = "1.0.0")]
 async fn named(ctx: &NodeCtx<'_>, provider: String) -> Result<String, NodeError> {
     let c = ctx
@@ -71,13 +45,19 @@ async fn named(ctx: &NodeCtx<'_>, provider: String) -> Result<String, NodeError>
 
 #[tokio::test]
 async fn a_call_naming_a_provider_the_host_does_not_have_is_refused_before_any_request() {
-    let house = House::default();
-    let host = LocalHost::builder().provider(house.clone()).build();
+    // A provider that answers every request with the same line and counts them.
+    let requests = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = Arc::clone(&requests);
+    let house = from_fn("house", move |_request| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async { Ok(reply("a line")) }
+    });
+    let host = LocalHost::builder().provider(house).build();
     let out = host.run(&Named, json!("elsewhere")).await;
     let error = out.result.expect_err("refused");
     assert_eq!(error.error, ErrorCode::ValidationError);
     assert_eq!(error.field(), Some("provider"));
-    assert_eq!(house.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 0);
     // Its own name is served; the scripted provider stands in for any name.
     let out = host.run(&Named, json!("house")).await;
     assert_eq!(out.result, Ok(json!("a line")));

@@ -14,8 +14,7 @@ mod rules_events;
 mod rules_ids;
 mod rules_manifest;
 
-#[path = "../support/book_ai_example.rs"]
-mod book_ai_example;
+use wop_sdk_test_support::book_ai_example;
 
 use rules_caps::*;
 use rules_events::*;

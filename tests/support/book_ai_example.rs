@@ -18,8 +18,15 @@ pub fn book_ai_binary() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let status = Command::new(env!("CARGO"))
-                .args(["build", "--quiet", "--example", "book_ai"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "wop-sdk-workspace",
+                    "--example",
+                    "book_ai",
+                ])
+                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
                 .status()
                 .expect("cargo runs");
             assert!(status.success(), "`cargo build --example book_ai` failed");

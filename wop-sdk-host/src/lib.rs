@@ -31,6 +31,40 @@
 //! # }
 //! ```
 
+//!
+//! # A call's path
+//!
+//! One structured call on the local host, from the node to the provider and back, in twelve
+//! files (the first two in `wop-sdk`):
+//!
+//! 1. `wop-sdk/src/node/ctx.rs`: [`wop_sdk::NodeCtx::call_ai`] takes the typed request;
+//! 2. `wop-sdk/src/node/call.rs`: the node's budget reserves the call's worst case
+//!    ([`wop_sdk::budget::AttemptPlan`]) and the typed [`wop_sdk::wire::CallAiRequest`] goes to
+//!    [`wop_sdk::host::Host::call_ai`];
+//! 3. `local/host.rs`: the local host's `Host` impl hands it to
+//! 4. `local/serve.rs`: the `wop.call` span, admission (a provider this host has, a lineage that
+//!    names a completed attempt of the run) and the replay fork of a replayed run;
+//! 5. `local/inflight.rs`: a second entry with the same identity reattaches to the call in
+//!    flight, one with another request is refused;
+//! 6. `local/identity.rs`: the call's identity and lease are made durable before anything is
+//!    sent (a recorded outcome is replayed instead, an unknown one is a terminal ambiguous
+//!    failure);
+//! 7. `local/call.rs`: the dispatch, given the host's parts it uses: each request admitted under
+//!    the ceilings, announced to the journal, sent to the provider through
+//! 8. `local/guard.rs`: the reply guard (timeout, size), the answer handed to
+//! 9. `local/retry/mod.rs`: the retry machine, which counts the answer and says whether the call
+//!    goes on (the next request's budget and messages) or how it ended, on the verdict of
+//! 10. `local/retry/classify.rs`: accepted, refused, truncated, unparsable, off the schema, a
+//!     provider error, or no answer;
+//! 11. `local/events.rs`: what the machine announced, as typed [`wop_sdk::wire::Event`]s;
+//! 12. `journal/sqlite/mod.rs` (or `journal/memory.rs`): the outcome (its text written once,
+//!     [`wop_sdk::wire::CallAiResult::to_text`], the bytes a replay reproduces), the charge and
+//!     the events in one terminal write.
+//!
+//! The typed result goes back the same way; `node/call.rs` checks it as any host's answer
+//! ([`wop_sdk::wire::CallAiResult::check`]), charges the budget and makes the typed
+//! [`wop_sdk::Completion`], or records the opaque [`wop_sdk::AiFailure`].
+
 #![warn(missing_docs)]
 
 #[cfg(feature = "cli")]
@@ -40,3 +74,4 @@ pub mod journal;
 pub mod local;
 pub mod pack;
 pub mod provider;
+pub mod testing;

@@ -29,8 +29,7 @@
 //!   (`Instant` below) answers at once with the same reply as a `submit` tool call;
 //! - `rig_x16`: 16 such extractions in one execution, for symmetry with `wop_x16`.
 
-#[path = "../../common/mod.rs"]
-mod common;
+use wop_sdk_test_support::bench as common;
 
 use common::{Caller, GOOD, Line};
 use rig_agent::extractor::{Extractor, ExtractorBuilder};

@@ -1,6 +1,6 @@
 //! The command line's arguments: what clap parses, and the help texts.
 
-use super::ProviderArgs;
+use super::provider::ProviderArgs;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use wop_sdk::manifest::Pack;

@@ -1,7 +1,7 @@
 //! What a command reads from the user: the node, its input, the journal, and the plan.
 
-use super::CliError;
 use super::args::InputArgs;
+use super::error::CliError;
 use crate::journal::{Journal, MemoryJournal};
 use serde_json::Value;
 use std::path::Path;

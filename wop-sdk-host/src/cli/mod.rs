@@ -42,6 +42,7 @@
 //! ```
 
 mod args;
+mod error;
 mod inputs;
 mod output;
 mod progress;
@@ -52,61 +53,30 @@ mod run;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod watch;
 
 use crate::journal::Journal;
 use crate::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 use args::{Cli, Command, RunArgs, command_for};
 use clap::FromArgMatches;
+pub use error::CliError;
 use inputs::{Input, JournalUse, find, open_journal, plan_of, read_input};
 use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
-pub use progress::{
-    Progress, WatchedProvider, colors_wanted, elapsed_column, progress_line, reply_line,
-};
+pub use progress::{Progress, colors_wanted, elapsed_column, progress_line, reply_line};
 pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
 pub use render::{call_summary, estimate_table};
 use render::{conformance_table, render_events, render_outcome};
 use serde_json::{Map, Value, json};
-use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+pub use watch::WatchedProvider;
 use wop_sdk::budget::Estimate;
 use wop_sdk::caps::Capabilities;
 use wop_sdk::host::RunId;
 use wop_sdk::manifest::Pack;
 use wop_sdk::node::{DynNode, NodeOutcome};
-
-/// A command-line failure: the message and the exit code (2 usage, 1 failed run).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CliError {
-    /// 1 or 2.
-    pub exit: u8,
-    /// What went wrong, naming the file, the field and the rule.
-    pub message: String,
-}
-
-impl CliError {
-    fn usage(message: impl Into<String>) -> Self {
-        Self {
-            exit: 2,
-            message: message.into(),
-        }
-    }
-
-    fn failed(message: impl Into<String>) -> Self {
-        Self {
-            exit: 1,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
 
 /// A line on standard error; a closed standard error is not worth a panic.
 fn note(line: &str) {
@@ -198,10 +168,7 @@ async fn dispatch(
             json,
         } => conformance(journal.as_deref(), older_host, json, out).await,
         Command::Pack(options) => {
-            let folder = crate::pack::write_pack(pack, &options).map_err(|e| CliError {
-                exit: e.exit,
-                message: e.message,
-            })?;
+            let folder = crate::pack::write_pack(pack, &options)?;
             w(writeln!(out, "{}", folder.display()))
         }
         Command::Replay {

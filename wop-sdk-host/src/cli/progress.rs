@@ -1,20 +1,19 @@
 //! Progress while a run goes: one line per event worth a line, each with the time elapsed since
 //! the run started; a live indicator (indicatif) on a terminal, plain lines otherwise.
 
-use crate::local::{Provider, ProviderError, ProviderReply, ProviderRequest};
+use crate::provider::{ProviderError, ProviderReply, ProviderRequest};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::Value;
 use std::fmt;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-use wop_sdk::host::BoxFuture;
 use wop_sdk::wire::{RunEvent, kind};
 
 /// One progress line for a run event, `None` for events not worth a line.
 ///
 /// A provider request whose reply withheld its usage emits no `provider.usage`: its line comes
-/// from [`reply_line`], through a [`WatchedProvider`]. A figure the event does not carry is
+/// from [`reply_line`], through a [`super::WatchedProvider`]. A figure the event does not carry is
 /// written `unknown`, never 0.
 pub fn progress_line(e: &RunEvent) -> Option<String> {
     let p = &e.payload();
@@ -78,83 +77,6 @@ pub fn reply_line(
             "{node}: provider request failed, no reply to use (attempt {})",
             request.attempt
         )),
-    }
-}
-
-/// A provider seen from outside: every request and its answer go to a callback, after the
-/// provider answered and before the host reads the answer. Everything else is the inner
-/// provider's, unchanged.
-///
-/// ```rust,no_run
-/// use std::sync::Arc;
-/// use wop_sdk_host::cli::{Progress, WatchedProvider};
-/// use wop_sdk_host::local::{LocalHost, ScriptedProvider};
-///
-/// let progress = Progress::stderr();
-/// let p = progress.clone();
-/// let host = LocalHost::builder()
-///     .provider(WatchedProvider::new(
-///         Arc::new(ScriptedProvider::default()),
-///         move |request, answer| p.reply(request, answer),
-///     ))
-///     .observer(move |event| progress.event(event))
-///     .build();
-/// ```
-pub struct WatchedProvider {
-    inner: Arc<dyn Provider>,
-    #[allow(clippy::type_complexity)]
-    watch: Box<dyn Fn(&ProviderRequest, &Result<ProviderReply, ProviderError>) + Send + Sync>,
-}
-
-impl fmt::Debug for WatchedProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WatchedProvider")
-            .field("provider", &self.inner.name())
-            .finish_non_exhaustive()
-    }
-}
-
-impl WatchedProvider {
-    /// Wraps `inner`; `watch` sees each request with its answer.
-    pub fn new(
-        inner: Arc<dyn Provider>,
-        watch: impl Fn(&ProviderRequest, &Result<ProviderReply, ProviderError>) + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            inner,
-            watch: Box::new(watch),
-        }
-    }
-}
-
-impl Provider for WatchedProvider {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn generate<'a>(
-        &'a self,
-        request: ProviderRequest,
-    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
-        Box::pin(async move {
-            let seen = request.clone();
-            let answer = self.inner.generate(request).await;
-            (self.watch)(&seen, &answer);
-            answer
-        })
-    }
-
-    fn generate_stream<'a>(
-        &'a self,
-        request: ProviderRequest,
-        on_chunk: &'a mut (dyn FnMut(&str) + Send),
-    ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
-        Box::pin(async move {
-            let seen = request.clone();
-            let answer = self.inner.generate_stream(request, on_chunk).await;
-            (self.watch)(&seen, &answer);
-            answer
-        })
     }
 }
 

@@ -11,7 +11,7 @@
 //! process list. `--structured-output prompt` is for a server without `response_format:
 //! json_schema`; `--token-field max_completion_tokens` for a server that refuses `max_tokens`.
 
-use super::CliError;
+use super::error::CliError;
 use crate::local::{LocalHost, LocalHostBuilder, ScriptedProvider};
 use clap::{Args, ValueEnum};
 

@@ -7,10 +7,8 @@
 use serde_json::Value;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
-use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
-use wop_sdk::wire::{
-    CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
-};
+use wop_sdk::host::{AttemptKey, BoxFuture, Host, HostFailure, HostLayer, StreamSink};
+use wop_sdk::wire::{CallAiRequest, CallAiResult};
 
 /// Wraps a host and records each successful `ctx.callAI` answer, unaltered, in call order.
 ///
@@ -56,9 +54,11 @@ impl Recording {
     }
 }
 
-impl Host for Recording {
-    fn capability_document(&self) -> CapabilityDocument {
-        self.inner.capability_document()
+// A layer: every other method (the capability document, refusals, settling, events) is the
+// inner host's, and a streamed call's answer is kept like a plain one.
+impl HostLayer for Recording {
+    fn inner(&self) -> &dyn Host {
+        &*self.inner
     }
 
     fn call_ai<'a>(
@@ -85,23 +85,35 @@ impl Host for Recording {
         })
     }
 
-    fn refuse(&self, key: &AttemptKey, public: ErrorEnvelope) -> HostFailure {
-        self.inner.refuse(key, public)
-    }
-
-    fn settle_ai_failure<'a>(
+    fn call_ai_stream<'a>(
         &'a self,
-        run: &'a RunId,
-        failure: FailureToken,
-    ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
-        self.inner.settle_ai_failure(run, failure)
+        key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+        sink: &'a StreamSink,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(async move {
+            let answer = self.inner.call_ai_stream(key, request, sink).await;
+            self.keep(&answer);
+            answer
+        })
     }
+}
 
-    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
-        self.inner.record_event(run, event)
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::HostProbe;
 
-    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
-        self.inner.events(run)
+    #[tokio::test]
+    async fn every_host_method_reaches_the_inner_host() {
+        let probe = Arc::new(HostProbe::default());
+        let recording = Recording::new(Arc::clone(&probe) as Arc<dyn Host>);
+        HostProbe::exercise(&recording).await;
+        assert_eq!(probe.reached(), HostProbe::METHODS);
+        assert_eq!(
+            recording.answers().len(),
+            3,
+            "call_ai, call_ai_json and call_ai_stream answers kept"
+        );
     }
 }

@@ -1,21 +1,23 @@
-//! One dispatched call through the local host: drives the retry loop ([`super::retry`]) with its
-//! I/O — admission, the journal's record of each request, the provider behind the reply guard,
-//! classification of each reply, the call's events — and ends with the outcome, the charge and
-//! the events, ready for the journal's terminal transaction.
+//! One dispatched call through the local host: drives the retry machine ([`super::retry`]) with
+//! its I/O — admission, the journal's record of each request, the provider behind the reply
+//! guard, the call's events — and ends with the outcome, the charge and the events, ready for the
+//! journal's terminal transaction. It is given the parts it uses ([`Parts`]), nothing more.
 
-use super::Inner;
-use super::events::CallEvents;
-use super::retry::{Backoff, End, Miss, Observed, RetryLoop};
-use crate::journal::{Charge, Outcome};
-use crate::provider::{ProviderError, ProviderReply, ProviderRequest};
+use super::config::LocalConfig;
+use super::events::{CallEvents, Live};
+use super::guard::ReplyGuard;
+use super::retry::{Accepted, Backoff, End, ReplyChecks, RetryLoop};
+use super::runs::Runs;
+use super::schemas::{self, Schemas};
+use crate::journal::{Charge, Journal, Outcome};
+use crate::provider::{Provider, ProviderReply, ProviderRequest};
 use serde_json::Value;
 use std::sync::Arc;
 use wop_sdk::budget::AttemptPlan;
 use wop_sdk::host::{AttemptKey, StreamSink};
 use wop_sdk::policy::RetryPolicy;
 use wop_sdk::wire::{
-    Attempts, CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope, Event, FinishReason,
-    SemanticStatus, StructuredOutputMode,
+    Attempts, CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope, Event, SemanticStatus,
 };
 
 /// How a dispatched call ended.
@@ -27,18 +29,57 @@ pub(crate) struct Finished {
     pub(crate) events: Vec<Event>,
 }
 
-/// What an accepted reply gives the result.
-struct Accepted {
-    data: Option<Value>,
-    content: Option<String>,
-    reply: ProviderReply,
-    mode: Option<StructuredOutputMode>,
+/// The parts of the local host a dispatch uses.
+#[derive(Clone, Copy)]
+pub(crate) struct Parts<'a> {
+    pub(crate) config: &'a LocalConfig,
+    pub(crate) provider: &'a dyn Provider,
+    pub(crate) journal: &'a dyn Journal,
+    pub(crate) runs: &'a Runs,
+    pub(crate) guard: &'a ReplyGuard,
+    pub(crate) schemas: &'a Schemas,
+    pub(crate) live: &'a Live,
+    /// Seeds the backoff's jitter.
+    pub(crate) seed: u64,
+}
+
+/// The checks of a reply on this host: the reply guard's limits, and the call's schema compiled
+/// once per dispatch (from the host's cache) on the first reply that needs it.
+struct Checks<'a> {
+    guard: &'a ReplyGuard,
+    schemas: &'a Schemas,
+    schema: Option<&'a Arc<Value>>,
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl ReplyChecks for Checks<'_> {
+    fn oversized(&self, reply: &ProviderReply) -> Option<String> {
+        self.guard.oversized(reply)
+    }
+
+    fn parse_json(&self, text: &str) -> Result<Value, String> {
+        self.guard.parse_json(text)
+    }
+
+    fn validate(&mut self, data: &Value) -> Result<(), String> {
+        let Some(schema) = self.schema else {
+            return Ok(());
+        };
+        let validator = match &self.validator {
+            Some(v) => Arc::clone(v),
+            None => {
+                let v = self.schemas.validator(schema)?;
+                self.validator = Some(Arc::clone(&v));
+                v
+            }
+        };
+        schemas::check(&validator, data)
+    }
 }
 
 /// The plan of a call on this host: the host's ceiling, the call's policy when the host honours
 /// it, the first budget.
-pub(crate) fn plan(inner: &Inner, request: &CallAiRequest) -> AttemptPlan {
-    let cfg = &inner.config;
+pub(crate) fn plan(cfg: &LocalConfig, request: &CallAiRequest) -> AttemptPlan {
     let policy = request
         .retry
         .filter(|_| cfg.retry_policy)
@@ -54,7 +95,7 @@ pub(crate) fn plan(inner: &Inner, request: &CallAiRequest) -> AttemptPlan {
 }
 
 pub(crate) struct Call<'a> {
-    pub(crate) inner: &'a Inner,
+    pub(crate) parts: Parts<'a>,
     pub(crate) key: &'a AttemptKey,
     pub(crate) request: &'a CallAiRequest,
     pub(crate) attempt_id: &'a str,
@@ -67,12 +108,12 @@ impl Call<'_> {
     /// Runs the loop. Each provider request is recorded in the journal before it is sent (the
     /// first with the call's identity, by the caller).
     pub(crate) async fn dispatch(self) -> Finished {
-        let inner = self.inner;
-        let cfg = &inner.config;
+        let parts = self.parts;
+        let cfg = parts.config;
         let req = self.request;
-        let provider_name = inner.provider.name();
+        let provider_name = parts.provider.name();
         let mut events = CallEvents::new(
-            &inner.live,
+            parts.live,
             &self.key.run_id,
             &self.key.node_id,
             provider_name,
@@ -88,9 +129,14 @@ impl Call<'_> {
                 base: cfg.retry_backoff,
                 max: cfg.max_retry_backoff,
             },
-            inner.seed ^ u64::from(self.key.call_index).rotate_left(32),
+            parts.seed ^ u64::from(self.key.call_index).rotate_left(32),
         );
-        let mut validator = None;
+        let mut checks = Checks {
+            guard: parts.guard,
+            schemas: parts.schemas,
+            schema: req.response_schema.as_ref(),
+            validator: None,
+        };
         loop {
             let attempt = l.next(&mut |s| events.signal(s));
             if attempt.number > 1
@@ -103,12 +149,12 @@ impl Call<'_> {
                 tokio::time::sleep(attempt.delay).await;
             }
             // Ceilings are enforced before dispatch: a refused request is not an attempt.
-            let permit = match inner.runs.admit(&self.key.run_id).await {
+            let permit = match parts.runs.admit(&self.key.run_id).await {
                 Ok(p) => p,
                 Err(r) => return self.end_failed(r.public, r.cause, &l, events),
             };
             if attempt.number > 1
-                && let Err(e) = inner
+                && let Err(e) = parts
                     .journal
                     .record_request(self.key, attempt.number, attempt.max_tokens)
                     .await
@@ -140,7 +186,7 @@ impl Call<'_> {
                 attempt: attempt.number,
             };
             let answer = match self.sink {
-                None => inner.guard.send(inner.provider.as_ref(), request).await,
+                None => parts.guard.send(parts.provider, request).await,
                 Some(sink) => {
                     let number = attempt.number;
                     let events = &mut events;
@@ -148,149 +194,23 @@ impl Call<'_> {
                         sink.fragment(chunk);
                         events.chunk(chunk, number);
                     };
-                    let provider = inner.provider.as_ref();
-                    inner
+                    parts
                         .guard
-                        .send_stream(provider, request, &mut forward)
+                        .send_stream(parts.provider, request, &mut forward)
                         .await
                 }
             };
             drop(permit);
-            let mut accepted = None;
-            let observed = match answer {
-                // The dispatch outcome is unknown: terminal, never charged, never repeated.
-                Err(ProviderError::NoAnswer(cause)) => return self.end_ambiguous(cause, events),
-                Err(ProviderError::Failed(cause)) => Observed::ProviderError {
-                    transient: false,
-                    reached: true,
-                    retry_after: None,
-                    cause,
-                },
-                Err(ProviderError::Transient {
+            let end = l.observe(answer, &mut checks, &mut |s| events.signal(s));
+            match end {
+                None => {}
+                Some(End::Completed(accepted)) => return self.end_completed(accepted, &l, events),
+                Some(End::Ambiguous(cause)) => return self.end_ambiguous(cause, events),
+                Some(End::Failed {
+                    code,
                     message,
-                    retry_after,
-                    reached,
-                }) => Observed::ProviderError {
-                    transient: true,
-                    reached,
-                    retry_after,
-                    cause: message,
-                },
-                Ok(reply) => {
-                    let output = reply.usage.and_then(|u| u.output_tokens);
-                    l.usage(output);
-                    let model = reply.model.clone().unwrap_or_default();
-                    if let (Some(usage), Some(out)) = (reply.usage, output) {
-                        events.usage(&model, &usage, out);
-                    }
-                    self.classify(
-                        reply,
-                        attempt.mode,
-                        &model,
-                        &mut events,
-                        &mut validator,
-                        &mut accepted,
-                    )
-                }
-            };
-            if let Some(end) = l.observe(observed, &mut |s| events.signal(s)) {
-                return match (end, accepted) {
-                    (End::Completed, Some(a)) => self.end_completed(a, &l, events),
-                    (End::Completed, None) => self.end_failed(
-                        ErrorEnvelope::new(ErrorCode::UpstreamUnavailable, "no reply was accepted"),
-                        "retry loop completed without an accepted reply".into(),
-                        &l,
-                        events,
-                    ),
-                    (
-                        End::Failed {
-                            code,
-                            message,
-                            cause,
-                        },
-                        _,
-                    ) => self.end_failed(ErrorEnvelope::new(code, message), cause, &l, events),
-                };
-            }
-        }
-    }
-
-    /// Judges a reply: a refusal, an unusable or missed reply, or the accepted output.
-    fn classify(
-        &self,
-        reply: ProviderReply,
-        mode: Option<StructuredOutputMode>,
-        model: &str,
-        events: &mut CallEvents<'_>,
-        validator: &mut Option<Arc<jsonschema::Validator>>,
-        accepted: &mut Option<Accepted>,
-    ) -> Observed {
-        let guard = &self.inner.guard;
-        if reply.finish_reason == FinishReason::ContentFilter {
-            events.refusal(model);
-            return Observed::Refused(String::from_utf8_lossy(&reply.content).into_owned());
-        }
-        let Some(schema) = &self.request.response_schema else {
-            if let Some(cause) = guard.oversized(&reply) {
-                return Observed::Unusable(cause);
-            }
-            return match String::from_utf8(reply.content.clone()) {
-                Ok(content) => {
-                    *accepted = Some(Accepted {
-                        data: None,
-                        content: Some(content),
-                        reply,
-                        mode: None,
-                    });
-                    Observed::Accepted
-                }
-                Err(_) => Observed::Unusable("the provider's reply is not valid UTF-8".into()),
-            };
-        };
-        if reply.finish_reason == FinishReason::Length {
-            events.truncated(model, reply.usage.and_then(|u| u.output_tokens));
-            return Observed::Missed(Miss::Truncation, String::new());
-        }
-        if let Some(cause) = guard.oversized(&reply) {
-            return Observed::Missed(Miss::Parse(cause), String::new());
-        }
-        let text = match std::str::from_utf8(&reply.content) {
-            Ok(text) => text,
-            Err(_) => {
-                let lossy: String = String::from_utf8_lossy(&reply.content)
-                    .chars()
-                    .take(4096)
-                    .collect();
-                return Observed::Missed(Miss::Parse("the reply is not valid UTF-8".into()), lossy);
-            }
-        };
-        let kept = || text.chars().take(4096).collect::<String>();
-        let data = match guard.parse_json(text) {
-            Ok(data) => data,
-            Err(e) => return Observed::Missed(Miss::Parse(e), kept()),
-        };
-        let checked = match validator {
-            Some(v) => super::schemas::check(v, &data),
-            None => match self.inner.schemas.validator(schema) {
-                Ok(v) => {
-                    let r = super::schemas::check(&v, &data);
-                    *validator = Some(v);
-                    r
-                }
-                Err(e) => Err(e),
-            },
-        };
-        match checked {
-            Err(e) => Observed::Missed(Miss::Schema(e), kept()),
-            Ok(()) => {
-                let mode = reply.mode.or(mode);
-                *accepted = Some(Accepted {
-                    data: Some(data),
-                    content: None,
-                    reply,
-                    mode,
-                });
-                Observed::Accepted
+                    cause,
+                }) => return self.end_failed(ErrorEnvelope::new(code, message), cause, &l, events),
             }
         }
     }
@@ -298,7 +218,7 @@ impl Call<'_> {
     fn charge(&self, l: &RetryLoop) -> Option<Charge> {
         (l.generations() > 0).then(|| Charge {
             beneficiaries: if self.request.beneficiary_user_ids.is_empty() {
-                vec![self.inner.runs.owner(&self.key.run_id)]
+                vec![self.parts.runs.owner(&self.key.run_id)]
             } else {
                 self.request.beneficiary_user_ids.clone()
             },
@@ -320,7 +240,7 @@ impl Call<'_> {
             model: a.reply.model,
             attempt_id: Some(self.attempt_id.to_owned()),
             semantic_status: Some(SemanticStatus::Ok),
-            attempts: self.inner.config.attempts.then_some(Attempts {
+            attempts: self.parts.config.attempts.then_some(Attempts {
                 count: l.count(),
                 output_tokens: Some(l.output_tokens()),
                 usage_complete: l.usage_complete(),

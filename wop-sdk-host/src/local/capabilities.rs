@@ -1,6 +1,6 @@
 //! The capability document the local host advertises, from its settings.
 
-use super::LocalHost;
+use super::host::LocalHost;
 use wop_sdk::wire::{CallAccounting, CapabilityDocument, EnvelopeCompletion, Reliability, kind};
 
 impl LocalHost {

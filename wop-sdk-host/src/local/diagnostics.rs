@@ -3,7 +3,7 @@
 //! the diagnostics of the most recent finished runs are kept (`diagnostics_retained_runs`), older
 //! ones go, so a long-lived host does not grow with the runs it has served.
 
-use super::lock;
+use super::lock::lock;
 use foldhash::HashMap;
 use serde::Serialize;
 use std::collections::VecDeque;

@@ -174,6 +174,16 @@ impl<'a> CallEvents<'a> {
                 original_envelope_type: "structured".to_owned(),
                 fallback_calls: Some(1),
             }),
+            Signal::Usage {
+                model,
+                usage,
+                output_tokens,
+            } => return self.usage(&model, &usage, output_tokens),
+            Signal::Truncated {
+                model,
+                output_tokens,
+            } => return self.truncated(&model, output_tokens),
+            Signal::Refusal { model } => return self.refusal(&model),
         });
     }
 }

@@ -1,7 +1,9 @@
 //! A provider's settings fitted to the local host's: the OpenAI-compatible provider as the host's
 //! provider, its model the host's default, its timeout and reply limit the host's.
 
-use super::{LocalConfig, LocalHost, LocalHostBuilder};
+use super::builder::LocalHostBuilder;
+use super::config::LocalConfig;
+use super::host::LocalHost;
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 
 impl OpenAiProvider {

@@ -1,10 +1,92 @@
-//! The local host as a [`Host`]: a thin layer over its parts.
+//! The local host's handle ([`LocalHost`], an `Arc` of its parts) and the local host as a
+//! [`Host`]: a thin layer over its parts.
 
-use super::LocalHost;
+use super::config::LocalConfig;
+use super::diagnostics::Diagnostic;
+use super::inner::Inner;
+use crate::journal::{ChargeRow, Journal, JournalError};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId, StreamSink};
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
 };
+
+/// The embedded local host. Cheap to clone.
+///
+/// Run a node with [`LocalHost::run_typed`] to get its typed output or a [`super::RunError`] saying why
+/// there is none, or with [`LocalHost::run`] (JSON in, the whole [`wop_sdk::node::NodeOutcome`]
+/// out: the output or public error, the call reports, the budget).
+#[derive(Clone)]
+pub struct LocalHost {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for LocalHost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalHost")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalHost {
+    /// The settings.
+    pub fn config(&self) -> &LocalConfig {
+        &self.inner.config
+    }
+
+    /// The journal.
+    pub fn journal(&self) -> &Arc<dyn Journal> {
+        &self.inner.journal
+    }
+
+    /// The billing ledger: every charge, or a run's.
+    pub async fn ledger(&self, run: Option<&RunId>) -> Result<Vec<ChargeRow>, JournalError> {
+        self.inner.journal.charges(run).await
+    }
+
+    /// Charges summed per beneficiary: (generations, output tokens).
+    pub async fn charges_by_beneficiary(
+        &self,
+        run: Option<&RunId>,
+    ) -> Result<HashMap<String, (u32, u64)>, JournalError> {
+        let mut out: HashMap<String, (u32, u64)> = HashMap::new();
+        for row in self.ledger(run).await? {
+            for b in &row.charge.beneficiaries {
+                let e = out.entry(b.clone()).or_default();
+                e.0 += row.charge.generations;
+                e.1 += row.charge.output_tokens;
+            }
+        }
+        Ok(out)
+    }
+
+    /// How many runs the host keeps a record of in memory: those with a node executing, and those
+    /// used through [`wop_sdk::host::Host::call_ai`] outside a node. A finished (or aborted) run leaves
+    /// nothing behind here.
+    pub fn active_runs(&self) -> usize {
+        self.inner.runs.len()
+    }
+
+    /// How many calls this host is dispatching now. A call whose caller gave up leaves nothing
+    /// behind here.
+    pub fn calls_in_flight(&self) -> usize {
+        self.inner.identities.in_flight()
+    }
+
+    /// The host-private diagnostics: the cause of every failure kept (see the retention in the
+    /// module docs). Never shown to pack code.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.inner.diagnostics.all()
+    }
+
+    /// The host-private diagnostics of one run.
+    pub fn diagnostics_of(&self, run: &RunId) -> Vec<Diagnostic> {
+        self.inner.diagnostics.of_run(run)
+    }
+}
 
 impl Host for LocalHost {
     fn capability_document(&self) -> CapabilityDocument {

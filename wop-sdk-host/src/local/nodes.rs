@@ -2,8 +2,9 @@
 //! fork. Each keeps the run's record while the node executes (released even when the task is
 //! aborted) and readies the provider's script.
 
-use super::{LocalHost, Script};
+use super::host::LocalHost;
 use crate::journal::RunRecord;
+use crate::provider::mock::Script;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

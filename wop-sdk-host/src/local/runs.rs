@@ -2,7 +2,7 @@
 //! generations in flight (host-wide) and in total (per run), enforced before each provider
 //! request. A refused request is not an attempt.
 
-use super::lock;
+use super::lock::lock;
 use foldhash::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};

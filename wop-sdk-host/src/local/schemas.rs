@@ -1,6 +1,6 @@
 //! Compiled response-schema validators, built once per distinct schema.
 
-use super::lock;
+use super::lock::lock;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 

@@ -2,8 +2,8 @@
 //! this host has, a lineage that names a completed attempt of the run), the replay fork, then the
 //! attempt-identity protocol (`identity.rs`) for a fresh call.
 
-use super::Inner;
-use super::identity::Entry;
+use super::inflight::Entry;
+use super::inner::Inner;
 use crate::journal::{Begin, Outcome, fingerprint};
 use tracing::Instrument as _;
 use tracing::field::Empty;

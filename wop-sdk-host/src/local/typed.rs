@@ -1,7 +1,8 @@
 //! Running a node on its own types: [`LocalHost::run_typed`] and the error that says why a run
 //! gave no output ([`RunError`]).
 
-use super::{LocalHost, RunOptions};
+use super::host::LocalHost;
+use super::nodes::RunOptions;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -5,9 +5,12 @@
 //! - [`mock`]: the scripted provider (the conformance script), for tests and demos;
 //! - [`openai`] (feature `openai`): an OpenAI-compatible Chat Completions server.
 
+mod layer;
 pub mod mock;
 #[cfg(feature = "openai")]
 pub mod openai;
+
+pub use layer::ProviderLayer;
 
 /// How long a provider waits for an answer by default (the local host's `provider_timeout`):
 /// 120 s, after which the dispatch's outcome is unknown.

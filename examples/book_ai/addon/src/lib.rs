@@ -1,4 +1,4 @@
-//! The Book AI pack (`examples/book_ai/pack.rs`, unchanged) as a Node native addon.
+//! The Book AI pack (the `book-ai` crate, without its demo) as a Node native addon.
 //!
 //! ```text
 //! cargo build -p book-ai-addon
@@ -6,9 +6,4 @@
 //!     --provider mock --model mock-1
 //! ```
 
-// In a test build napi-derive leaves the exports out, so the pack looks unused there.
-#[cfg_attr(test, allow(dead_code))]
-#[path = "../../pack.rs"]
-mod pack;
-
-wop_sdk_node::addon!(pack::pack());
+wop_sdk_node::addon!(book_ai::pack());

@@ -15,6 +15,7 @@
 //! The parts: `open` (inspection, schema, migration), `writer` (the thread and its group
 //! commit), `rows` (the SQL of each table), and this file (the journal over them).
 
+mod errors;
 mod open;
 mod rows;
 #[cfg(test)]
@@ -32,21 +33,18 @@ use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
     SCHEMA_VERSION, checked,
 };
+use errors::{BUSY_TIMEOUT, opening, sql};
 use open::{check_tables, file_len, inspect, migrate, read_only_connection};
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
-use std::time::Duration;
 use tokio::sync::oneshot;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent};
 use writer::{Job, Task, writer_loop};
-
-/// How long a statement waits for a lock held by another process before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A journal in one SQLite file.
 pub struct SqliteJournal {
@@ -201,24 +199,6 @@ impl SqliteJournal {
 
 fn stopped() -> JournalError {
     JournalError::Io("the journal thread has stopped".into())
-}
-
-/// A SQLite error as a journal error: damage is [`JournalError::Corrupt`], the rest I/O.
-fn sql(e: rusqlite::Error) -> JournalError {
-    match e.sqlite_error_code() {
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-            JournalError::Corrupt(e.to_string())
-        }
-        _ => JournalError::Io(e.to_string()),
-    }
-}
-
-fn opening(path: &Path, e: rusqlite::Error) -> JournalError {
-    match sql(e) {
-        JournalError::Corrupt(m) => JournalError::Corrupt(format!("{}: {m}", path.display())),
-        JournalError::Io(m) => JournalError::Io(format!("{}: {m}", path.display())),
-        other => other,
-    }
 }
 
 impl Journal for SqliteJournal {

@@ -1,7 +1,7 @@
 //! Opening a journal file: the hand check of the header, the read-only inspection, the schema
 //! and its migrations. Nothing here writes to a file it has not accepted.
 
-use super::{BUSY_TIMEOUT, opening, sql};
+use super::errors::{BUSY_TIMEOUT, opening, sql};
 use crate::journal::{JournalError, SCHEMA_VERSION};
 use rusqlite::{Connection, OpenFlags};
 use std::ffi::OsString;

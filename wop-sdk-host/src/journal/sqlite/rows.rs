@@ -1,7 +1,7 @@
 //! The SQL of each table (`runs`, `calls`, `leases`, `charges`, `events`), run on the writer
 //! thread's connection: reading rows into the journal's types and writing them back.
 
-use super::sql;
+use super::errors::sql;
 use crate::journal::{
     Begin, Charge, ChargeRow, Fingerprint, JournalError, Lease, Outcome, RunRecord, checked,
 };

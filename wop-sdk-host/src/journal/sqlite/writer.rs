@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use tokio::sync::oneshot;
 
-use super::sql;
+use super::errors::sql;
 
 /// The most commands one transaction takes.
 pub(super) const MAX_BATCH: usize = 512;

@@ -1,5 +1,8 @@
-//! The host's retry loop as a pure state machine (next request / observe reply), apart from its
-//! I/O: no async, no journal, no provider. [`super::call`] drives it.
+//! The host's retry loop as a pure state machine, apart from its I/O (no async, no journal, no
+//! provider): [`RetryLoop::next`] gives the next request, [`RetryLoop::observe`] takes the
+//! provider's answer to it, classifies it (`classify.rs`: the reply guard's limits and the schema
+//! come in through [`ReplyChecks`], pure functions) and says whether the call goes on or how it
+//! ended. [`super::call`] drives it and does the I/O.
 //!
 //! For a structured call, per reply, in this order (SPEC.md, RFC 0032/0033/0248):
 //! 1. a refusal is never retried: the call fails `envelope_refusal`;
@@ -16,120 +19,18 @@
 //! `usageComplete` is false; one that never reached it (connection refused) is not an attempt
 //! (§A.1) but still uses up the cap, so a dead server cannot keep a call looping.
 
+mod classify;
+mod types;
+
+pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal};
+
+use crate::provider::{ProviderError, ProviderReply};
+use classify::{Verdict, classify};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use wop_sdk::budget::AttemptPlan;
 use wop_sdk::wire::{ErrorCode, Message, StructuredOutputMode};
-
-/// Why a request did not give an acceptable reply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Miss {
-    /// The reply stopped at the output budget.
-    Truncation,
-    /// The reply is not JSON (or too large, too deep, not UTF-8).
-    Parse(String),
-    /// The reply does not meet the response schema.
-    Schema(String),
-    /// The provider answered with an error.
-    Provider(String),
-}
-
-impl Miss {
-    /// The reason as `envelope.retry-attempted` and `envelope.retry-exhausted` name it: a
-    /// registered value, or this host's extension for a provider failure (the registry has
-    /// none).
-    pub(crate) fn reason(&self) -> &'static str {
-        match self {
-            Self::Truncation => "truncation",
-            Self::Parse(_) => "parse-error",
-            Self::Schema(_) => "schema-violation",
-            Self::Provider(_) => wop_sdk::wire::PROVIDER_FAILURE_REASON,
-        }
-    }
-}
-
-/// What the driver saw of one request, classified.
-#[derive(Debug)]
-pub(crate) enum Observed {
-    /// The reply meets the contract.
-    Accepted,
-    /// The provider refused (the text is private).
-    Refused(String),
-    /// The reply cannot be used and must not be retried (a plain reply that is not UTF-8).
-    Unusable(String),
-    /// The reply missed; the text (at most 4 KiB) is kept for a corrective note or the fallback.
-    Missed(Miss, String),
-    /// The provider answered with an error.
-    ProviderError {
-        /// Worth another request.
-        transient: bool,
-        /// The request reached the provider (it is an attempt).
-        reached: bool,
-        /// The server's `Retry-After`.
-        retry_after: Option<Duration>,
-        /// Private.
-        cause: String,
-    },
-}
-
-/// The next provider request to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Attempt {
-    /// 1 for the call's first request (counts every request sent, reached or not).
-    pub(crate) number: u32,
-    /// Its output budget.
-    pub(crate) max_tokens: u32,
-    /// How the schema is conveyed (`None` for a plain call).
-    pub(crate) mode: Option<StructuredOutputMode>,
-    /// The natural-language-to-JSON fallback.
-    pub(crate) fallback: bool,
-    /// Wait this long before sending (a transient provider error's backoff).
-    pub(crate) delay: Duration,
-}
-
-/// Something the loop announces, for the run's events.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Signal {
-    /// `envelope.retry-attempted`.
-    RetryAttempted {
-        /// The request about to be made (2..).
-        attempt: u32,
-        /// Why.
-        reason: &'static str,
-    },
-    /// `envelope.retry-exhausted`.
-    RetryExhausted {
-        /// Provider requests made (`attempts.count`).
-        total: u32,
-        /// The last miss.
-        reason: &'static str,
-    },
-    /// `envelope.nl-to-format-engaged`.
-    FallbackEngaged,
-}
-
-/// How the call ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum End {
-    /// The last observed reply is the result.
-    Completed,
-    /// A terminal failure: public code and sentence, private cause.
-    Failed {
-        code: ErrorCode,
-        message: &'static str,
-        cause: String,
-    },
-}
-
-/// Backoff bounds for transient provider errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Backoff {
-    /// The first delay (doubled per transient error, with jitter).
-    pub(crate) base: Duration,
-    /// The longest delay, also the longest `Retry-After` honoured.
-    pub(crate) max: Duration,
-}
 
 /// One call's retry loop.
 pub(crate) struct RetryLoop {
@@ -155,6 +56,8 @@ pub(crate) struct RetryLoop {
     last_miss: Option<Miss>,
     last_text: String,
     jitter: u64,
+    /// How the schema is conveyed in the request in flight.
+    mode: Option<StructuredOutputMode>,
 }
 
 impl RetryLoop {
@@ -196,6 +99,7 @@ impl RetryLoop {
             last_miss: None,
             last_text: String::new(),
             jitter: jitter | 1,
+            mode: None,
         }
     }
 
@@ -229,6 +133,7 @@ impl RetryLoop {
         } else {
             Some(StructuredOutputMode::Native)
         };
+        self.mode = mode;
         Attempt {
             number: self.sent,
             max_tokens: self.budget,
@@ -238,40 +143,42 @@ impl RetryLoop {
         }
     }
 
-    /// A reply that reached the provider reported `output_tokens` (or nothing).
-    pub(crate) fn usage(&mut self, output_tokens: Option<u64>) {
-        self.count += 1;
-        self.generations += 1;
-        match output_tokens {
-            Some(n) => self.output_tokens += n,
-            None => self.usage_complete = false,
-        }
-    }
-
-    /// Observes the outcome of the request [`RetryLoop::next`] gave: `None` means send the
-    /// next one. A reply's usage is reported first with [`RetryLoop::usage`].
+    /// Takes the provider's answer to the request [`RetryLoop::next`] gave: `None` means send the
+    /// next one, `Some` is how the call ended. A reply's usage is counted here, whatever the reply
+    /// is worth; its `provider.usage`, a truncation and a refusal are announced through `emit`.
     pub(crate) fn observe(
         &mut self,
-        observed: Observed,
+        answer: Result<ProviderReply, ProviderError>,
+        checks: &mut impl ReplyChecks,
         emit: &mut impl FnMut(Signal),
     ) -> Option<End> {
-        let miss = match observed {
-            Observed::Accepted => return Some(End::Completed),
-            Observed::Refused(text) => {
+        if let Ok(reply) = &answer {
+            // A reply: an attempt, and a generation the user is charged for.
+            self.count += 1;
+            self.generations += 1;
+            match reply.usage.and_then(|u| u.output_tokens) {
+                Some(n) => self.output_tokens += n,
+                None => self.usage_complete = false,
+            }
+        }
+        let miss = match classify(answer, self.mode, checks, emit) {
+            Verdict::Accepted(accepted) => return Some(End::Completed(accepted)),
+            Verdict::NoAnswer(cause) => return Some(End::Ambiguous(cause)),
+            Verdict::Refused(text) => {
                 return Some(End::Failed {
                     code: ErrorCode::EnvelopeRefusal,
                     message: "the provider refused the request",
                     cause: format!("refusal: {text}"),
                 });
             }
-            Observed::Unusable(cause) => {
+            Verdict::Unusable(cause) => {
                 return Some(End::Failed {
                     code: ErrorCode::UpstreamUnavailable,
                     message: "the provider's reply cannot be used",
                     cause,
                 });
             }
-            Observed::ProviderError {
+            Verdict::ProviderError {
                 transient,
                 reached,
                 retry_after,
@@ -293,7 +200,7 @@ impl RetryLoop {
                 self.delay = self.backoff_delay(retry_after);
                 Miss::Provider(cause)
             }
-            Observed::Missed(miss, text) => {
+            Verdict::Missed(miss, text) => {
                 if !matches!(miss, Miss::Truncation) {
                     self.last_text = text;
                 }
@@ -421,4 +328,6 @@ impl RetryLoop {
 }
 
 #[cfg(test)]
-mod tests;
+mod properties;
+#[cfg(test)]
+pub(super) mod tests;

@@ -2,6 +2,7 @@
 //! a schema-1 journal migrates.
 
 use super::*;
+use std::time::Duration;
 
 #[tokio::test]
 async fn a_failing_command_fails_alone_in_its_batch() {

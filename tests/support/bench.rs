@@ -2,8 +2,6 @@
 //! provider that answers at once with a canned reply (no script bookkeeping, so nothing grows
 //! between iterations).
 
-#![allow(dead_code)]
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -4,6 +4,10 @@
 //! [`Host`]. The embedded local host implements it; so can an adapter to a production host, or a
 //! test double.
 
+mod layer;
+
+pub use layer::HostLayer;
+
 use crate::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
 };

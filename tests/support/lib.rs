@@ -1,0 +1,18 @@
+//! What several test binaries (and the benches) share.
+//!
+//! - [`openai_server`]: a small OpenAI-compatible server on 127.0.0.1 that logs what it received;
+//! - [`book_ai_example`]: the `book_ai` example binary, built once by the same cargo;
+//! - [`child`]: the test binary re-executed as a child process (killed in crash tests);
+//! - [`trace`]: what a tracing subscriber writes, for a test to read;
+//! - [`picture`]: the report picture's labels;
+//! - [`bench`]: the benches' node, provider and measures (also used by `benches/rig_compare`).
+
+// Test code: its types are read by tests, never printed.
+#![allow(missing_debug_implementations)]
+
+pub mod bench;
+pub mod book_ai_example;
+pub mod child;
+pub mod openai_server;
+pub mod picture;
+pub mod trace;

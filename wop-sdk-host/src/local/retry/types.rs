@@ -1,0 +1,140 @@
+//! What the retry machine takes and gives: the checks of a reply it is given, the next request,
+//! what it announces, how a call ends, and why a request missed.
+
+use crate::provider::ProviderReply;
+use serde_json::Value;
+use std::time::Duration;
+use wop_sdk::wire::{ErrorCode, StructuredOutputMode, Usage};
+
+/// The checks a reply goes through, pure (the host's reply guard and the call's schema): what
+/// the machine needs of the host to judge a reply, without doing I/O itself.
+pub(crate) trait ReplyChecks {
+    /// Why the reply is too large to read, if it is.
+    fn oversized(&self, reply: &ProviderReply) -> Option<String>;
+    /// The reply's text as JSON, within the host's limits.
+    fn parse_json(&self, text: &str) -> Result<Value, String>;
+    /// Whether `data` meets the call's response schema.
+    fn validate(&mut self, data: &Value) -> Result<(), String>;
+}
+
+/// An accepted reply and what the result takes from it.
+#[derive(Debug)]
+pub(crate) struct Accepted {
+    /// The structured output.
+    pub(crate) data: Option<Value>,
+    /// The plain output.
+    pub(crate) content: Option<String>,
+    /// The reply itself (usage, finish reason, model).
+    pub(crate) reply: ProviderReply,
+    /// How the schema was conveyed (the reply's own word, else the request's).
+    pub(crate) mode: Option<StructuredOutputMode>,
+}
+
+/// Why a request did not give an acceptable reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Miss {
+    /// The reply stopped at the output budget.
+    Truncation,
+    /// The reply is not JSON (or too large, too deep, not UTF-8).
+    Parse(String),
+    /// The reply does not meet the response schema.
+    Schema(String),
+    /// The provider answered with an error.
+    Provider(String),
+}
+
+impl Miss {
+    /// The reason as `envelope.retry-attempted` and `envelope.retry-exhausted` name it: a
+    /// registered value, or this host's extension for a provider failure (the registry has
+    /// none).
+    pub(crate) fn reason(&self) -> &'static str {
+        match self {
+            Self::Truncation => "truncation",
+            Self::Parse(_) => "parse-error",
+            Self::Schema(_) => "schema-violation",
+            Self::Provider(_) => wop_sdk::wire::PROVIDER_FAILURE_REASON,
+        }
+    }
+}
+
+/// The next provider request to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Attempt {
+    /// 1 for the call's first request (counts every request sent, reached or not).
+    pub(crate) number: u32,
+    /// Its output budget.
+    pub(crate) max_tokens: u32,
+    /// How the schema is conveyed (`None` for a plain call).
+    pub(crate) mode: Option<StructuredOutputMode>,
+    /// The natural-language-to-JSON fallback.
+    pub(crate) fallback: bool,
+    /// Wait this long before sending (a transient provider error's backoff).
+    pub(crate) delay: Duration,
+}
+
+/// Something the loop announces, for the run's events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Signal {
+    /// `envelope.retry-attempted`.
+    RetryAttempted {
+        /// The request about to be made (2..).
+        attempt: u32,
+        /// Why.
+        reason: &'static str,
+    },
+    /// `envelope.retry-exhausted`.
+    RetryExhausted {
+        /// Provider requests made (`attempts.count`).
+        total: u32,
+        /// The last miss.
+        reason: &'static str,
+    },
+    /// `envelope.nl-to-format-engaged`.
+    FallbackEngaged,
+    /// `provider.usage`: a reply reported its usage, output tokens included.
+    Usage {
+        /// The model that answered.
+        model: String,
+        /// What it reported.
+        usage: Usage,
+        /// Its output tokens.
+        output_tokens: u64,
+    },
+    /// `envelope.truncated`: a structured reply stopped at its budget.
+    Truncated {
+        /// The model that answered.
+        model: String,
+        /// Its output tokens, when reported.
+        output_tokens: Option<u64>,
+    },
+    /// `envelope.refusal`: the provider refused.
+    Refusal {
+        /// The model that answered.
+        model: String,
+    },
+}
+
+/// How the call ended.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// The reply that is the result.
+    Completed(Accepted),
+    /// No answer came: the dispatch's outcome is unknown (terminal, never charged, never
+    /// repeated). The text is private.
+    Ambiguous(String),
+    /// A terminal failure: public code and sentence, private cause.
+    Failed {
+        code: ErrorCode,
+        message: &'static str,
+        cause: String,
+    },
+}
+
+/// Backoff bounds for transient provider errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Backoff {
+    /// The first delay (doubled per transient error, with jitter).
+    pub(crate) base: Duration,
+    /// The longest delay, also the longest `Retry-After` honoured.
+    pub(crate) max: Duration,
+}
