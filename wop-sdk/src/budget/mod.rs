@@ -19,7 +19,7 @@
 //! charged its worst case, and that host adds its natural-language fallback after its ceiling
 //! (openwop-app: 3 requests, then the fallback, 4 in all) and ignores a call's `retry`. An
 //! [`Estimate`] gives both: `requests` on the host it was made for, `requests_without_accounting`
-//! on such a host ([`Capabilities::without_call_accounting`]).
+//! on such a host ([`crate::caps::Capabilities::without_call_accounting`]).
 
 mod estimate;
 
