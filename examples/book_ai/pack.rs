@@ -381,11 +381,10 @@ fn placeholder(ctx: &NodeCtx<'_>, beat: &str) -> DraftedScene {
     }
 }
 
-/// The worst case of `draft_scene` for a chapter of `scenes` scenes: one structured call each.
-/// Repairs are not planned: they are paid from the same budget when needed, and a scene the
-/// budget can no longer cover is refused before dispatch and becomes a placeholder.
+/// The worst case of `draft_scene` for a chapter of `scenes` scenes: per scene a structured
+/// draft and at most one deliberate repair. A scene the budget can no longer cover is refused
+/// before dispatch and becomes a placeholder.
 pub fn draft_plan(scenes: usize) -> CallPlan {
-    // A draft and at most one repair per scene.
     let times = u32::try_from(scenes).unwrap_or(u32::MAX).saturating_mul(2);
     CallPlan::new([PlannedCall::structured(SCENE_MAX_TOKENS, DraftScene::SPEC.retry).times(times)])
 }
