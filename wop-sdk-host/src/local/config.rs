@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-/// The local host's settings. Build with [`LocalHost::builder`].
+/// The local host's settings. Build with [`LocalHost::builder`](crate::local::LocalHost::builder).
 #[derive(Clone, Debug)]
 pub struct LocalConfig {
     /// Advertise and emit `attempts` (RFC 0248 §A).
