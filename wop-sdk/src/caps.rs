@@ -74,6 +74,26 @@ impl Capabilities {
         Self { document }
     }
 
+    /// The plan of a call on this host: its ceiling and truncation multiplier, the call's policy
+    /// only when the host advertises `retryPolicy`, and the provider's largest budget when known.
+    pub fn attempt_plan(
+        &self,
+        structured: bool,
+        policy: crate::policy::RetryPolicy,
+        max_tokens: u32,
+        provider_max: Option<u32>,
+    ) -> crate::budget::AttemptPlan {
+        let honoured = self.has(Capability::RetryPolicy).then_some(policy);
+        crate::budget::AttemptPlan::new(
+            structured,
+            self.max_retry_attempts(),
+            honoured,
+            max_tokens,
+            self.truncation_multiplier(),
+            provider_max,
+        )
+    }
+
     /// The host's ceiling on provider requests per call (`maxRetryAttempts`, default 3).
     pub fn max_retry_attempts(&self) -> u8 {
         self.document

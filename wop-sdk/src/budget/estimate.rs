@@ -1,7 +1,6 @@
 //! The worst-case [`Estimate`] of a planned run, per node, on the host it is made for and on a
 //! host without `callAccounting`.
 
-use super::AttemptPlan;
 use crate::caps::Capabilities;
 use crate::policy::RetryPolicy;
 use serde::Serialize;
@@ -142,20 +141,20 @@ impl Estimate {
         };
         let older = caps.without_call_accounting();
         for call in &plan.calls {
-            let mut own =
-                AttemptPlan::negotiated(caps, call.structured, call.policy, call.max_tokens);
-            own.provider_max = provider_max;
-            own.first_max_tokens = provider_max.map_or(call.max_tokens, |m| call.max_tokens.min(m));
+            let own =
+                caps.attempt_plan(call.structured, call.policy, call.max_tokens, provider_max);
             let n = own.requests;
             // A host that does not honour `retry` may grow the budget whatever the policy says:
             // `own.grow` is then true.
             let tokens = |grow| {
-                AttemptPlan { grow, ..own }
+                own.with_growth(grow)
                     .worst_case_output_tokens()
                     .saturating_mul(u64::from(call.times))
             };
             est.requests = est.requests.saturating_add(n.saturating_mul(call.times));
-            let charged = AttemptPlan::negotiated(&older, call.structured, call.policy, 1).requests;
+            let charged = older
+                .attempt_plan(call.structured, call.policy, 1, None)
+                .requests;
             est.requests_without_accounting = est
                 .requests_without_accounting
                 .saturating_add(charged.saturating_mul(call.times));

@@ -25,14 +25,17 @@ mod estimate;
 
 pub use estimate::{CallPlan, Estimate, NodeEstimate, PlannedCall};
 
-use crate::caps::Capabilities;
 use crate::policy::RetryPolicy;
 use serde::Serialize;
 
 /// What one call may cost: how many provider requests, at what output budgets. One plan serves
 /// the estimate before a run, the node's reservation before a call, and the local host's retry
 /// loop, so the three cannot disagree.
+///
+/// It has one constructor, [`AttemptPlan::new`]; a node's view of its host goes through
+/// [`crate::caps::Capabilities::attempt_plan`], which reads the inputs off the negotiated capabilities.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AttemptPlan {
     /// The most provider requests the call may make (1 for a plain call).
     pub requests: u32,
@@ -75,25 +78,10 @@ impl AttemptPlan {
         }
     }
 
-    /// The plan of a call as a node sees its host: the negotiated ceiling and multiplier, the
-    /// call's policy only when the host advertises `retryPolicy`.
-    pub fn negotiated(
-        caps: &Capabilities,
-        structured: bool,
-        policy: RetryPolicy,
-        max_tokens: u32,
-    ) -> Self {
-        let honoured = caps
-            .has(crate::caps::Capability::RetryPolicy)
-            .then_some(policy);
-        Self::new(
-            structured,
-            caps.max_retry_attempts(),
-            honoured,
-            max_tokens,
-            caps.truncation_multiplier(),
-            None,
-        )
+    /// The same plan with budget growth on or off (a host that does not honour `retry` may grow
+    /// whatever the call's policy says).
+    pub fn with_growth(self, grow: bool) -> Self {
+        Self { grow, ..self }
     }
 
     /// The budget of the request after a truncated one sent with `budget`.
@@ -115,29 +103,6 @@ impl AttemptPlan {
         }
         total
     }
-}
-
-/// The worst-case provider requests of one call on a host with `caps`.
-pub fn worst_case_requests(caps: &Capabilities, structured: bool, policy: RetryPolicy) -> u32 {
-    AttemptPlan::negotiated(caps, structured, policy, 1).requests
-}
-
-/// The worst-case output tokens of `requests` attempts starting at `max_tokens`.
-pub fn worst_case_output_tokens(
-    requests: u32,
-    max_tokens: u32,
-    grow: bool,
-    multiplier: u32,
-    provider_max: Option<u32>,
-) -> u64 {
-    AttemptPlan {
-        requests,
-        first_max_tokens: provider_max.map_or(max_tokens, |m| max_tokens.min(m)),
-        grow,
-        multiplier: multiplier.max(1),
-        provider_max,
-    }
-    .worst_case_output_tokens()
 }
 
 /// A node's call budget during one execution: provider requests used, reserved by calls in
@@ -172,10 +137,13 @@ mod tests {
 
     #[test]
     fn worked_example_of_the_issue() {
-        assert_eq!(worst_case_output_tokens(3, 1000, true, 2, None), 7000);
-        assert_eq!(worst_case_output_tokens(3, 1000, false, 2, None), 3000);
+        let plan = |grow, provider_max| {
+            AttemptPlan::new(true, 3, None, 1000, 2, provider_max).with_growth(grow)
+        };
+        assert_eq!(plan(true, None).worst_case_output_tokens(), 7000);
+        assert_eq!(plan(false, None).worst_case_output_tokens(), 3000);
         assert_eq!(
-            worst_case_output_tokens(3, 1000, true, 2, Some(2500)),
+            plan(true, Some(2500)).worst_case_output_tokens(),
             1000 + 2000 + 2500
         );
     }

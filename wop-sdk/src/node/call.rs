@@ -5,7 +5,6 @@
 use super::state::{CallReport, RunState};
 use crate::ai::request::Lineage;
 use crate::ai::{AiFailure, AiRequest, Completion, InvalidOutput, Output};
-use crate::budget::AttemptPlan;
 use crate::caps::RunCapabilities;
 use crate::host::{AttemptKey, FailureToken, StreamSink};
 use crate::policy::RetryPolicy;
@@ -129,7 +128,10 @@ pub(crate) async fn call<'run, T: Output>(
         });
         return Err(state.failures.record(e, None));
     }
-    let worst = AttemptPlan::negotiated(&state.caps, structured, policy, 1).requests;
+    let worst = state
+        .caps
+        .attempt_plan(structured, policy, 1, None)
+        .requests;
     let reservation = match Reservation::take(state, worst, report) {
         Ok(r) => r,
         Err(e) => return Err(state.failures.record(e, None)),

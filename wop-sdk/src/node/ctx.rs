@@ -6,7 +6,7 @@ use super::error::NodeError;
 use super::state::{CallReport, RunState};
 use crate::ai::{AiFailure, AiRequest, CallStream, Completion, IntoCall, Output};
 use crate::brand::Brand;
-use crate::budget::{AttemptPlan, BudgetStatus};
+use crate::budget::BudgetStatus;
 use crate::caps::RunCapabilities;
 use crate::host::RunId;
 use crate::host::StreamSink;
@@ -61,7 +61,10 @@ impl<'run> NodeCtx<'run> {
     /// The worst-case provider requests of `request` on this host under its policy.
     pub fn worst_case<T: Output>(&self, request: &AiRequest<T>) -> u32 {
         let policy = request.policy.unwrap_or(self.state.default_policy);
-        AttemptPlan::negotiated(&self.state.caps, request.wire.is_structured(), policy, 1).requests
+        self.state
+            .caps
+            .attempt_plan(request.wire.is_structured(), policy, 1, None)
+            .requests
     }
 
     /// What the node's calls cost so far.
