@@ -2,10 +2,7 @@
 //! `aiProviders.callAccounting` and on one without it, and the check a tool runs before
 //! publishing (`Pack::budget_warnings`).
 
-#[allow(dead_code)]
-#[path = "../examples/book_ai/pack.rs"]
-mod pack;
-
+use book_ai::pack;
 use serde_json::json;
 use wop_sdk::budget::{CallPlan, PlannedCall};
 use wop_sdk::manifest::Pack;

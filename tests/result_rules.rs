@@ -5,11 +5,10 @@
 use proptest::prelude::*;
 use serde_json::json;
 use std::sync::Arc;
-use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId};
+use wop_sdk::host::{AttemptKey, BoxFuture, Host, HostFailure, HostLayer, RunId};
 use wop_sdk::node::execute;
 use wop_sdk::wire::{
-    Attempts, CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event,
-    FinishReason, RunEvent, StructuredOutputMode, Usage,
+    Attempts, CallAiRequest, CallAiResult, ErrorCode, FinishReason, StructuredOutputMode, Usage,
 };
 use wop_sdk::{AiRequest, NodeCtx, NodeError, Text, wop_node};
 use wop_sdk_host::local::{LocalHost, ScriptedProvider, Step};
@@ -173,10 +172,11 @@ struct Doctored {
     attempts: Attempts,
 }
 
-impl Host for Doctored {
-    fn capability_document(&self) -> CapabilityDocument {
-        self.inner.capability_document()
+impl HostLayer for Doctored {
+    fn inner(&self) -> &dyn Host {
+        &self.inner
     }
+
     fn call_ai<'a>(
         &'a self,
         key: &'a AttemptKey,
@@ -187,19 +187,6 @@ impl Host for Doctored {
             r.attempts = Some(self.attempts);
             Ok(r)
         })
-    }
-    fn settle_ai_failure<'a>(
-        &'a self,
-        run: &'a RunId,
-        f: FailureToken,
-    ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
-        self.inner.settle_ai_failure(run, f)
-    }
-    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
-        self.inner.record_event(run, event)
-    }
-    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
-        self.inner.events(run)
     }
 }
 

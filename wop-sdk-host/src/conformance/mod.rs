@@ -21,7 +21,9 @@
 //! # Every MUST of RFC 0248 §A and §B, and what holds it
 //!
 //! The eight official `0248.*` legs sample the RFC; the extra checks ([`extra`], reported apart
-//! in [`Report::extra`]) hold the requirements the legs let through. Each extra check has a
+//! in [`Report::extra`]) hold the requirements the legs let through, and the [`sweep`] holds
+//! §A.1, §A.2, §A.5, §B.1 and §B.3 over a generated space (calls of 1 to 4 requests, usage
+//! withheld at every position, every `maxAttempts`, plain and structured, fresh and replayed). Each extra check has a
 //! lying host in `tests/conformance.rs` that passes all eight legs and fails only that check.
 //!
 //! | Requirement | Held by |
@@ -56,6 +58,7 @@ mod legs;
 mod local_target;
 mod recording;
 mod report;
+pub mod sweep;
 
 pub use extra::EXTRA_IDS;
 pub use fixture::{EchoAttempts, EchoInput, EchoOutput, FIXTURE_TYPE_ID};

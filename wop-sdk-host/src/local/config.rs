@@ -1,9 +1,9 @@
-//! The local host's settings and its builder. Every path to a setting goes through
+//! The local host's settings (its builder is in `builder.rs`). Every path to a setting goes through
 //! [`LocalConfig::validated`], so a host never runs with a setting the builder would refuse.
 
 use std::time::Duration;
 
-/// The local host's settings. Build with [`super::LocalHost::builder`].
+/// The local host's settings. Build with [`LocalHost::builder`](crate::local::LocalHost::builder).
 #[derive(Clone, Debug)]
 pub struct LocalConfig {
     /// Advertise and emit `attempts` (RFC 0248 §A).
