@@ -8,7 +8,9 @@ use std::sync::Arc;
 use wop_sdk::host::{AttemptKey, BoxFuture, Host, HostFailure, HostLayer};
 use wop_sdk::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
 use wop_sdk_host::conformance::LocalTarget;
-use wop_sdk_host::conformance::sweep::{self, CAP, CLAMP, COUNT, Finding, REPLAY, RESULT, USAGE};
+use wop_sdk_host::conformance::sweep::{
+    self, CAP, CLAMP, COUNT, FINAL_USAGE, Finding, MODE, REPLAY, RESULT, USAGE,
+};
 use wop_sdk_host::local::{LocalHost, ScriptedProvider};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +22,11 @@ enum Lie {
     /// §A: a sum below the final attempt's usage (a record that breaks its own rules), on calls
     /// of 2 requests under `maxAttempts: 14` only.
     SumBelowFinalAtFourteen,
+    /// §A.3: no `structuredOutput` on a structured call of 2 requests under `maxAttempts: 6`.
+    ModeMissingAtSix,
+    /// §A.4: `usage` one token below the final attempt's, on calls of 2 requests under
+    /// `maxAttempts: 15`.
+    UsageNotFinalAtFifteen,
     /// §A.2: `usageComplete: true` though an attempt withheld usage, on calls of 3 requests under
     /// `maxAttempts: 11` only.
     UsageCompleteAtEleven,
@@ -90,6 +97,14 @@ impl HostLayer for Liar {
             if let Some(a) = &mut result.attempts {
                 match self.lie {
                     Lie::PlainCountAtFive if plain && m == Some(5) => a.count = 2,
+                    Lie::ModeMissingAtSix if a.count == 2 && m == Some(6) => {
+                        a.structured_output = None;
+                    }
+                    Lie::UsageNotFinalAtFifteen if a.count == 2 && m == Some(15) => {
+                        if let Some(u) = &mut result.usage {
+                            u.output_tokens = u.output_tokens.map(|n| n - 1);
+                        }
+                    }
                     Lie::SumBelowFinalAtFourteen
                         if a.count == 2
                             && m == Some(14)
@@ -231,6 +246,8 @@ async fn the_legs_and_the_extra_checks_let_these_lies_through() {
     for lie in [
         Lie::CountShortAtSeven,
         Lie::PlainCountAtFive,
+        Lie::ModeMissingAtSix,
+        Lie::UsageNotFinalAtFifteen,
         Lie::SumBelowFinalAtFourteen,
         Lie::UsageCompleteAtEleven,
         Lie::FourForThree,
@@ -262,6 +279,22 @@ async fn a_count_lie_on_plain_calls_only_is_caught() {
 async fn a_record_that_breaks_its_own_rules_in_one_corner_is_caught() {
     caught_in(Lie::SumBelowFinalAtFourteen, RESULT, |c| {
         c.requests == 2 && c.max_attempts == Some(14) && c.withheld & 0b10 == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_mode_in_one_corner_is_caught() {
+    caught_in(Lie::ModeMissingAtSix, MODE, |c| {
+        c.structured && c.requests == 2 && c.max_attempts == Some(6)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_usage_that_is_not_the_final_attempts_is_caught() {
+    caught_in(Lie::UsageNotFinalAtFifteen, FINAL_USAGE, |c| {
+        c.requests == 2 && c.max_attempts == Some(15) && c.withheld & 0b10 == 0
     })
     .await;
 }

@@ -1,4 +1,4 @@
-//! The sweep: RFC 0248 §A.1, §A.2, §A.5, §B.1 and §B.3 held over a generated space instead of
+//! The sweep: RFC 0248 §A.1 to §A.5, §B.1 and §B.3 held over a generated space instead of
 //! a few hand-picked runs. A host that breaks a MUST only on calls of 3 requests, only for one
 //! value of `maxAttempts`, only on plain calls or only when usage is missing from an attempt
 //! that is not the last, passes the eight legs and the extra checks; it fails here.
@@ -22,6 +22,11 @@ pub const COUNT: &str = "A.1 count";
 /// §A.2: `outputTokens` is the sum of what the attempts reported; `usageComplete` is false when
 /// any attempt reported none, true otherwise.
 pub const USAGE: &str = "A.2 outputTokens/usageComplete";
+/// §A.3: `structuredOutput` is present (`native` or `prompt`) on a call with `responseSchema`,
+/// absent without.
+pub const MODE: &str = "A.3 structuredOutput";
+/// §A.4: the result's `usage` is the final attempt's.
+pub const FINAL_USAGE: &str = "A.4 usage";
 /// §A.5: on replay `attempts` equals the recorded value.
 pub const REPLAY: &str = "A.5 replay";
 /// §A: the host's result broke the record's rules (the runtime refused it as `protocol_error`).
@@ -141,7 +146,8 @@ pub fn cases() -> Vec<Case> {
 /// A MUST broken in one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
-    /// Which MUST ([`COUNT`], [`USAGE`], [`REPLAY`], [`RESULT`], [`CAP`], [`CLAMP`]).
+    /// Which MUST ([`COUNT`], [`USAGE`], [`MODE`], [`FINAL_USAGE`], [`REPLAY`], [`RESULT`],
+    /// [`CAP`], [`CLAMP`]).
     pub must: &'static str,
     /// The case.
     pub case: Case,
@@ -214,7 +220,7 @@ pub async fn sweep(target: &dyn ConformanceTarget) -> Vec<Finding> {
     findings
 }
 
-/// §A.1 and §A.2 on a completed call.
+/// §A.1 to §A.4 on a completed call.
 fn judge_attempts(case: &Case, obs: &Observed, found: &mut impl FnMut(&'static str, String)) {
     let a = match attempts_of(obs) {
         Ok(a) => a,
@@ -242,6 +248,42 @@ fn judge_attempts(case: &Case, obs: &Observed, found: &mut impl FnMut(&'static s
         found(
             USAGE,
             format!("`outputTokens` is {sum:?}; the attempts reported {reported}"),
+        );
+    }
+    let mode = a.get("structuredOutput").and_then(Value::as_str);
+    let mode_ok = if case.structured {
+        matches!(mode, Some("native" | "prompt"))
+    } else {
+        a.get("structuredOutput").is_none()
+    };
+    if !mode_ok {
+        found(
+            MODE,
+            format!(
+                "`structuredOutput` is {mode:?} on a {} call",
+                if case.structured {
+                    "structured"
+                } else {
+                    "plain"
+                }
+            ),
+        );
+    }
+    // §A.4, on the host's own answer: the final attempt's usage, or none when it withheld it.
+    let last = case.requests - 1;
+    let expected = case.reported(last).then(|| Case::tokens(last));
+    let answered = obs
+        .answers
+        .last()
+        .and_then(|r| r.get("usage"))
+        .and_then(|u| u.get("outputTokens"))
+        .and_then(Value::as_u64);
+    if answered != expected {
+        found(
+            FINAL_USAGE,
+            format!(
+                "`usage.outputTokens` is {answered:?}; the final attempt reported {expected:?}"
+            ),
         );
     }
     let flag = a.get("usageComplete").and_then(Value::as_bool);
