@@ -5,10 +5,9 @@
 //!
 //! The space ([`cases`]): structured calls that need 1 to 4 requests (invalid replies, then a
 //! valid one), each reply's usage reported or withheld (every position, every combination), and
-//! plain calls of one request, each with no `retry` or with every `maxAttempts` from 1 to 16
-//! (above the host's ceiling included); every call that completes is replayed on a fork. The
-//! suite wrote each script, so it knows what every request returned. Streamed calls are not in
-//! the space: the fixture makes plain and structured calls only.
+//! plain calls of one request, each whole and streamed, with no `retry` or with every
+//! `maxAttempts` from 1 to 16 (above the host's ceiling included); every call that completes is
+//! replayed on a fork. The suite wrote each script, so it knows what every request returned.
 
 use super::judges::{attempts_of, attempts_replayed, usage_events};
 use super::target::{ConformanceTarget, Observed};
@@ -41,6 +40,8 @@ pub const CLAMP: &str = "B.3 clamp";
 pub struct Case {
     /// A `responseSchema` is sent.
     pub structured: bool,
+    /// The call is streamed (`ctx.call_ai_stream`).
+    pub streamed: bool,
     /// The requests the call needs: `requests - 1` invalid replies, then a valid one.
     pub requests: usize,
     /// Bit `i` set: reply `i` withholds its usage.
@@ -77,7 +78,8 @@ impl Case {
         } else {
             json!({"content": "ok", "usage": usage(last)})
         });
-        let mut input = json!({"script": script, "schema": self.structured});
+        let mut input =
+            json!({"script": script, "schema": self.structured, "stream": self.streamed});
         if let Some(m) = self.max_attempts {
             input["retry"] = json!({"maxAttempts": m});
         }
@@ -101,9 +103,10 @@ impl std::fmt::Display for Case {
         } else {
             "plain"
         };
+        let how = if self.streamed { "streamed" } else { "whole" };
         write!(
             f,
-            "{kind}, {} request(s), usage withheld {:#b}, maxAttempts {}",
+            "{kind} {how}, {} request(s), usage withheld {:#b}, maxAttempts {}",
             self.requests,
             self.withheld,
             self.max_attempts
@@ -113,31 +116,35 @@ impl std::fmt::Display for Case {
 }
 
 /// Every case of the space, generated: structured calls of 1 to 4 requests with every pattern
-/// of withheld usage, plain calls of one request with and without usage, each with no `retry`
-/// and with every valid `maxAttempts`.
+/// of withheld usage, plain calls of one request with and without usage, each whole and
+/// streamed, with no `retry` and with every valid `maxAttempts`.
 pub fn cases() -> Vec<Case> {
     let caps: Vec<Option<u8>> = std::iter::once(None)
         .chain((MIN_ATTEMPTS..=MAX_ATTEMPTS).map(Some))
         .collect();
     let mut out = Vec::new();
     for &max_attempts in &caps {
-        for requests in 1..=4usize {
-            for withheld in 0..(1u32 << requests) {
+        for streamed in [false, true] {
+            for requests in 1..=4usize {
+                for withheld in 0..(1u32 << requests) {
+                    out.push(Case {
+                        structured: true,
+                        streamed,
+                        requests,
+                        withheld,
+                        max_attempts,
+                    });
+                }
+            }
+            for withheld in 0..2 {
                 out.push(Case {
-                    structured: true,
-                    requests,
+                    structured: false,
+                    streamed,
+                    requests: 1,
                     withheld,
                     max_attempts,
                 });
             }
-        }
-        for withheld in 0..2 {
-            out.push(Case {
-                structured: false,
-                requests: 1,
-                withheld,
-                max_attempts,
-            });
         }
     }
     out
