@@ -5,8 +5,10 @@
 # ratios; then the macro crate's expansion time from `-Z time-passes` (RUSTC_BOOTSTRAP=1).
 #
 #   benches/macro_cost/run.sh [N=100] [ROUNDS=3]
+#   benches/macro_cost/run.sh 3 1      # the smoke pass of .ci/run: it builds and runs, nothing more
 #
-# Dependencies are built once first, so "clean" means the crate itself from scratch.
+# Dependencies are built once first, so "clean" means the crate itself from scratch. Set
+# CARGO_TARGET_DIR to the workspace's target/ to reuse its built dependencies.
 set -euo pipefail
 N=${1:-100}
 ROUNDS=${2:-3}
@@ -74,7 +76,7 @@ impl Node for Node$i {
         retry: RetryPolicy::HOST_DEFAULT,
         requires: &[],
     };
-    fn run<'a, 'run>(&'a self, ctx: &'a NodeCtx<'run>, input: String) -> BoxFuture<'a, Result<String, NodeError>> {
+    fn run<'a, 'run>(&'a self, ctx: &'a NodeCtx<'run>, input: String) -> BoxFuture<'a, Result<String, NodeError<'run>>> {
         Box::pin(async move {
             let c = ctx.call_ai(AiRequest::<Text>::prompt(format!("$i: {input}"))).await?;
             Ok(c.into_output().map(|t| t.0).unwrap_or_default())
@@ -93,7 +95,7 @@ RS
   for i in $(seq 1 "$N"); do
     cat <<RS
 /// Node $i.
-pub async fn node_$i(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
+pub async fn node_$i<'run>(ctx: &NodeCtx<'run>, input: String) -> Result<String, NodeError<'run>> {
     let c = ctx.call_ai(AiRequest::<Text>::prompt(format!("$i: {input}"))).await?;
     Ok(c.into_output().map(|t| t.0).unwrap_or_default())
 }
@@ -114,7 +116,7 @@ impl Node for Node$i {
         retry: RetryPolicy::HOST_DEFAULT,
         requires: &[],
     };
-    fn run<'a>(&'a self, ctx: &'a NodeCtx<'_>, input: String) -> BoxFuture<'a, Result<String, NodeError>> {
+    fn run<'a, 'run>(&'a self, ctx: &'a NodeCtx<'run>, input: String) -> BoxFuture<'a, Result<String, NodeError<'run>>> {
         Box::pin(node_$i(ctx, input))
     }
 }
