@@ -16,6 +16,19 @@ pub fn manifests_json(packs: &[Pack]) -> String {
     Value::Array(packs.iter().map(Pack::manifest).collect()).to_string()
 }
 
+/// Each pack as the files of its folder, as a JSON array of
+/// `{"manifest": <pack.json>, "schemas": [[path, schema], ...]}`: what `cargo wop build` reads
+/// off the built addon to write the pack folder.
+pub fn pack_files_json(packs: &[Pack]) -> String {
+    Value::Array(
+        packs
+            .iter()
+            .map(|p| json!({"manifest": p.manifest(), "schemas": p.schema_files()}))
+            .collect(),
+    )
+    .to_string()
+}
+
 fn failure(error: &ErrorEnvelope) -> String {
     let mut e = json!({"code": error.error.as_str(), "message": error.message});
     if let Some(details) = &error.details {

@@ -96,11 +96,45 @@ pub struct PackOptions {
     pub timeout_ms: u64,
 }
 
-/// `pack.json` (v2: `runtime {language: "javascript", entry: "index.mjs"}`, schemas by
-/// reference) and its schema files.
-fn manifest_and_schemas(pack: &Pack) -> (Value, Vec<(String, Value)>) {
-    (pack.manifest(), pack.schema_files())
+/// A pack as files: its `pack.json` (v2: `runtime {language: "javascript", entry: "index.mjs"}`,
+/// schemas by reference) and the schema files it names. Made from a [`Pack`] in this process, or
+/// read from an addon (its `wopPackFiles()` export, what `cargo wop build` does).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PackFiles {
+    /// `pack.json`.
+    pub manifest: Value,
+    /// `(path in the pack folder, schema)`.
+    pub schemas: Vec<(String, Value)>,
 }
+
+impl PackFiles {
+    /// The files of `pack`.
+    pub fn of(pack: &Pack) -> Self {
+        Self {
+            manifest: pack.manifest(),
+            schemas: pack.schema_files(),
+        }
+    }
+
+    fn name(&self) -> Result<&str, PackError> {
+        self.manifest["name"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| PackError::failed("pack.json: `name` must be a non-empty string"))
+    }
+
+    fn version(&self) -> &str {
+        self.manifest["version"].as_str().unwrap_or("")
+    }
+
+    fn type_ids(&self) -> Vec<&str> {
+        self.manifest["nodes"]
+            .as_array()
+            .map(|nodes| nodes.iter().filter_map(|n| n["typeId"].as_str()).collect())
+            .unwrap_or_default()
+    }
+}
+
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
     if let Some(parent) = path.parent() {
@@ -126,6 +160,11 @@ fn js_string(s: &str) -> String {
 /// Errors name the file and the rule: a missing or empty addon (`--addon`), a manifest that
 /// breaks a v2 rule, a file that cannot be written.
 pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, PackError> {
+    write_pack_files(&PackFiles::of(pack), options)
+}
+
+/// Writes the pack folder of `files` (see [`write_pack`]).
+pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<PathBuf, PackError> {
     let addon = std::fs::read(&options.addon).map_err(|e| {
         PackError::usage(format!(
             "--addon {}: cannot read the addon: {e} (build it first, e.g. `cargo build -p <pack>-addon`)",
@@ -146,8 +185,10 @@ pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, PackErr
             return Err(PackError::usage(format!("{flag}: must not be empty")));
         }
     }
-    let (mut manifest, schemas) = manifest_and_schemas(pack);
-    let addon_file = format!("{}.node", pack.name());
+    let name = files.name()?;
+    let mut manifest = files.manifest.clone();
+    let schemas = &files.schemas;
+    let addon_file = format!("{name}.node");
     let sha = wop_sdk::hex::of_bytes(&Sha256::digest(&addon));
     manifest["x-wopSdk"] = json!({
         "bridgeAbi": BRIDGE_ABI,
@@ -156,18 +197,17 @@ pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, PackErr
     });
     validate_manifest(&manifest).map_err(|errors| {
         PackError::failed(format!(
-            "pack.json of `{}` breaks the manifest rules:\n  {}",
-            pack.name(),
+            "pack.json of `{name}` breaks the manifest rules:\n  {}",
             errors.join("\n  ")
         ))
     })?;
-    let dir = options.out.join(pack.name());
+    let dir = options.out.join(name);
     if dir.exists() {
         std::fs::remove_dir_all(&dir)
             .map_err(|e| PackError::failed(format!("{}: cannot replace: {e}", dir.display())))?;
     }
     write(&dir.join("pack.json"), &pretty(&manifest))?;
-    for (path, schema) in &schemas {
+    for (path, schema) in schemas {
         write(&dir.join(path), &pretty(schema))?;
     }
     let addon_js = if options.single_file {
@@ -187,8 +227,8 @@ pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, PackErr
         "timeoutMs": options.timeout_ms,
     });
     let index = INDEX_TEMPLATE
-        .replace("__PACK__", &format!("{} {}", pack.name(), pack.version()))
-        .replace("__TYPE_IDS__", &json!(pack.type_ids()).to_string())
+        .replace("__PACK__", &format!("{name} {}", files.version()))
+        .replace("__TYPE_IDS__", &json!(files.type_ids()).to_string())
         .replace("__DEFAULTS__", &defaults.to_string())
         .replace("__ABI__", &BRIDGE_ABI.to_string())
         .replace("__ADDON__", &addon_js)
@@ -219,7 +259,10 @@ mod tests {
     fn the_manifest_loads_index_mjs_and_every_schema_ref_is_a_written_file() {
         let pack =
             Pack::new("community.example.empty", "0.1.0").node(crate::conformance::EchoAttempts);
-        let (m, files) = manifest_and_schemas(&pack);
+        let PackFiles {
+            manifest: m,
+            schemas: files,
+        } = PackFiles::of(&pack);
         assert_eq!(m["runtime"]["language"], "javascript");
         assert_eq!(m["runtime"]["entry"], "index.mjs", "the file `pack` writes");
         let node = &m["nodes"][0];

@@ -1,0 +1,184 @@
+//! `cargo wop build`: the pack crate's library built as a Node addon (`cargo rustc --crate-type
+//! cdylib --features addon`: no second crate, no build.rs), its packs read off the addon itself
+//! (`wopPackFiles()`, in Node: which also proves the addon loads), and each pack's folder written.
+
+use crate::{Failure, crate_dir, progress};
+use clap::Args;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use wop_sdk_host::pack::{DEFAULT_TIMEOUT_MS, PackFiles, PackOptions, write_pack_files};
+
+#[derive(Debug, Args)]
+pub(crate) struct BuildArgs {
+    /// Build the addon with the release profile.
+    #[arg(long)]
+    release: bool,
+    /// The folder form (the addon beside index.mjs), for a dev mount; by default the addon is
+    /// inside index.mjs (the single-file form, the one a registry install keeps).
+    #[arg(long)]
+    folder: bool,
+    /// Where the pack folders go (default `target/wop` of the crate).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// The provider of calls that name none, when the node's configuration names none.
+    #[arg(long, value_name = "PROVIDER")]
+    provider: Option<String>,
+    /// The model of calls that name none, when the node's configuration names none.
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
+    /// The node timeout when the node's configuration has no `timeoutMs`.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_TIMEOUT_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// The pack crate's Cargo.toml (default: the current folder's).
+    #[arg(long, value_name = "FILE")]
+    manifest_path: Option<PathBuf>,
+}
+
+impl BuildArgs {
+    /// The folder form into `out`: what `cargo wop dev` builds.
+    pub(crate) fn folder_into(out: PathBuf, manifest_path: Option<PathBuf>) -> Self {
+        Self {
+            release: false,
+            folder: true,
+            out: Some(out),
+            provider: None,
+            model: None,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            manifest_path,
+        }
+    }
+}
+
+/// The cdylib `cargo rustc` built, from its JSON messages.
+fn built_addon(stdout: &str) -> Option<PathBuf> {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|m| m["reason"] == "compiler-artifact")
+        .filter(|m| {
+            m["target"]["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "cdylib"))
+        })
+        .filter_map(|m| m["filenames"].as_array().cloned())
+        .flatten()
+        .filter_map(|f| f.as_str().map(PathBuf::from))
+        .find(|f| {
+            f.extension()
+                .is_some_and(|e| e == "so" || e == "dylib" || e == "dll")
+        })
+}
+
+fn cargo_rustc(dir: &Path, release: bool) -> Result<PathBuf, Failure> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(dir).args([
+        "rustc",
+        "--lib",
+        "--crate-type",
+        "cdylib",
+        "--features",
+        "addon",
+        "--message-format=json-render-diagnostics",
+    ]);
+    if release {
+        cmd.arg("--release");
+    }
+    // A Node addon on macOS leaves Node's symbols to be found when it is loaded.
+    if cfg!(target_os = "macos") {
+        cmd.args(["--", "-C", "link-arg=-undefined", "-C", "link-arg=dynamic_lookup"]);
+    }
+    progress("building the addon (cargo rustc --crate-type cdylib --features addon)");
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| Failure::failed(format!("cannot run cargo: {e}")))?;
+    if !out.status.success() {
+        return Err(Failure::failed(
+            "the addon did not build (cargo's errors above); a pack crate needs the feature `addon` \
+             with `wop_sdk_node::addon!(pack())` under it (see `cargo wop new`)",
+        ));
+    }
+    built_addon(&String::from_utf8_lossy(&out.stdout)).ok_or_else(|| {
+        Failure::failed(
+            "cargo built no cdylib: the crate needs a [lib] target (see `cargo wop new`)",
+        )
+    })
+}
+
+/// The packs of `addon`, read in Node (the addon's `wopPackFiles()`).
+fn packs_of(addon: &Path) -> Result<Vec<PackFiles>, Failure> {
+    const READ: &str = "const m = { exports: {} }; process.dlopen(m, process.argv[1]); \
+        if (typeof m.exports.wopPackFiles !== 'function') { console.error('no wopPackFiles export'); process.exit(3); } \
+        process.stdout.write(m.exports.wopPackFiles());";
+    let out = Command::new("node")
+        .args(["-e", READ])
+        .arg(addon)
+        .output()
+        .map_err(|e| {
+            Failure::failed(format!(
+                "cannot run `node` ({e}): `cargo wop build` reads the pack off the addon in Node (>= 20)"
+            ))
+        })?;
+    if !out.status.success() {
+        return Err(Failure::failed(format!(
+            "{}: Node could not load the addon or read its packs: {}",
+            addon.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let packs: Vec<Value> = serde_json::from_slice(&out.stdout).map_err(|e| {
+        Failure::failed(format!("{}: wopPackFiles() is not a JSON array: {e}", addon.display()))
+    })?;
+    packs
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let schemas = p["schemas"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .filter_map(|e| Some((e[0].as_str()?.to_owned(), e[1].clone())))
+                        .collect()
+                })
+                .ok_or_else(|| {
+                    Failure::failed(format!("wopPackFiles()[{i}].schemas: must be an array of [path, schema]"))
+                })?;
+            Ok(PackFiles {
+                manifest: p["manifest"].clone(),
+                schemas,
+            })
+        })
+        .collect()
+}
+
+/// Builds and writes every pack of the crate; answers their folders.
+pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
+    let dir = crate_dir(args.manifest_path.as_ref())?;
+    let addon = cargo_rustc(&dir, args.release)?;
+    let packs = packs_of(&addon)?;
+    let out = args.out.clone().unwrap_or_else(|| dir.join("target/wop"));
+    let mut folders = Vec::new();
+    for files in &packs {
+        let options = PackOptions {
+            out: out.clone(),
+            addon: addon.clone(),
+            single_file: !args.folder,
+            provider: args.provider.clone(),
+            model: args.model.clone(),
+            timeout_ms: args.timeout_ms,
+        };
+        let folder = write_pack_files(files, &options)
+            .map_err(|e| Failure { exit: e.exit, message: e.message })?;
+        progress(&format!(
+            "wrote {} ({} form)",
+            folder.display(),
+            if args.folder { "folder" } else { "single-file" }
+        ));
+        println!("{}", folder.display());
+        folders.push(folder);
+    }
+    Ok(folders)
+}
