@@ -173,10 +173,10 @@ async fn charges_go_to_the_beneficiaries_and_progress_tells_the_story() {
     assert_eq!(report.charges["author-1"], (7, 40 + 1630 + 410));
     assert_eq!(report.charges["editor-7"], (1, 150));
     for expected in [
-        "outline: host retry, attempt 2 (schema-violation)",
-        "draft-1: host retry, attempt 2 (parse-error)",
+        "outline: host retry, request 2 (schema-violation)",
+        "draft-1: host retry, request 2 (parse-error)",
         "draft-1: reply truncated at 600 output tokens",
-        "draft-1: host retry, attempt 2 (truncation)",
+        "draft-1: host retry, request 2 (truncation)",
         "draft-1: provider request answered, 820 output tokens",
         "review-1: completed",
         "outline: provider request answered, output tokens unknown (the reply withheld its usage)",

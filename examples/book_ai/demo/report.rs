@@ -50,12 +50,26 @@ impl NodeRun {
         self.dispatched().map(|c| c.output_tokens).sum()
     }
 
-    /// False when any call reported `usageComplete: false`: the tokens are then a floor.
-    pub fn usage_complete(&self) -> bool {
-        self.outcome
+    /// `Some(false)` when a call reported `usageComplete: false` (the tokens are a floor),
+    /// `None` when a dispatched call reported nothing (a failed call carries no attempts: its
+    /// usage is unknown), `Some(true)` otherwise.
+    pub fn usage(&self) -> Option<bool> {
+        if self
+            .outcome
             .calls
             .iter()
-            .all(|c| c.usage_complete != Some(false))
+            .any(|c| c.usage_complete == Some(false))
+        {
+            return Some(false);
+        }
+        self.dispatched()
+            .all(|c| c.usage_complete.is_some())
+            .then_some(true)
+    }
+
+    /// True only when every dispatched call reported complete usage.
+    pub fn usage_complete(&self) -> bool {
+        self.usage() == Some(true)
     }
 
     /// Calls refused before dispatch because the budget could not cover their worst case.
@@ -92,7 +106,8 @@ pub struct BookReport {
     pub estimate: Estimate,
     /// The node executions, in order.
     pub nodes: Vec<NodeRun>,
-    /// Charges per beneficiary: (generations, output tokens).
+    /// The user's bill per beneficiary, from the host's ledger: (generations, output tokens; the
+    /// tokens are a floor when a node's usage is not known complete).
     pub charges: BTreeMap<String, (u32, u64)>,
     /// What the provider was sent, to compare its own record with the report.
     pub provider: Sent,
@@ -108,6 +123,55 @@ impl BookReport {
     /// Whether every node completed.
     pub fn completed(&self) -> bool {
         self.nodes.iter().all(|n| n.outcome.result.is_ok())
+    }
+
+    /// The report as JSON: per node its estimate, status, output or error, calls (a figure the
+    /// host did not report is `null`), budget charge and what the provider received; the bill per
+    /// beneficiary (`outputTokensComplete: false` when the tokens are a floor).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let floor = self.nodes.iter().any(|n| !n.usage_complete());
+        let nodes: Vec<_> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let o = &n.outcome;
+                let (status, output, error) = match &o.result {
+                    Ok(v) => ("completed", Some(v.clone()), None),
+                    Err(e) => ("failed", None, Some(e)),
+                };
+                json!({
+                    "nodeId": o.node_id,
+                    "status": status,
+                    "output": output,
+                    "error": error,
+                    "estimate": n.estimate,
+                    "calls": o.calls,
+                    "requests": n.requests(),
+                    "outputTokens": n.output_tokens(),
+                    "usageComplete": n.usage(),
+                    "budget": {"charged": o.budget.used, "maxCalls": o.budget.max_calls},
+                    "provider": {"requests": n.provider_requests},
+                })
+            })
+            .collect();
+        let billed: serde_json::Map<String, serde_json::Value> = self
+            .charges
+            .iter()
+            .map(|(who, (generations, tokens))| {
+                (
+                    who.clone(),
+                    json!({"generations": generations, "outputTokens": tokens,
+                           "outputTokensComplete": !floor}),
+                )
+            })
+            .collect();
+        json!({
+            "runId": self.run_id.as_str(),
+            "completed": self.completed(),
+            "nodes": nodes,
+            "billed": billed,
+        })
     }
 
     /// The picture: estimate against actual per node.
@@ -145,7 +209,7 @@ impl fmt::Display for BookReport {
             "est. tok",
             "out tok",
             "usage",
-            "budget",
+            "budget charge",
         ]);
         for i in 1..=6 {
             if let Some(c) = t.column_mut(i) {
@@ -164,10 +228,10 @@ impl fmt::Display for BookReport {
                 n.refused_calls().to_string(),
                 n.estimate.output_tokens.to_string(),
                 figure(n.output_tokens(), !n.usage_complete()),
-                if n.usage_complete() {
-                    "complete"
-                } else {
-                    "incomplete"
+                match n.usage() {
+                    Some(true) => "complete",
+                    Some(false) => "incomplete",
+                    None => "unknown",
                 }
                 .to_owned(),
                 format!(
@@ -219,9 +283,17 @@ impl fmt::Display for BookReport {
             }
         }
 
-        writeln!(f, "\nCharges per beneficiary")?;
+        // The user's bill (the host's ledger), not the nodes' budget charges above: a failed call
+        // keeps its worst case in its node's budget and is billed only what was generated.
+        writeln!(
+            f,
+            "\nBilled per beneficiary (what the user is charged; the budget column above is the \
+             nodes' own limit)"
+        )?;
+        let floor = self.nodes.iter().any(|n| !n.usage_complete());
         for (who, (generations, tokens)) in &self.charges {
             let plural = if *generations == 1 { "" } else { "s" };
+            let tokens = figure(Some(*tokens), floor);
             writeln!(
                 f,
                 "  {who:<10} {generations} generation{plural}, {tokens} output tokens"

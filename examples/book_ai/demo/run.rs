@@ -82,8 +82,9 @@ pub fn estimate_book(host: &LocalHost, brief: &BookBrief) -> Estimate {
     estimate
 }
 
-/// The provider's own record of every request it was sent: the report's "provider" column is
-/// the provider's count, not the runtime's.
+/// The provider's own record of every request that reached it (answered or not; not one whose
+/// connection could not be made): the report's "provider" column is the provider's count, not the
+/// runtime's.
 #[derive(Clone, Debug, Default)]
 pub struct Sent(Arc<Mutex<Vec<ProviderRequest>>>);
 
@@ -159,7 +160,10 @@ async fn run_book_on(
         // Every answer the provider gives gets a line, including a reply that withheld its usage
         // (no `provider.usage` event says anything about it).
         .provider(WatchedProvider::new(provider, move |request, answer| {
-            record.push(request);
+            // A request that never reached the server (refused, DNS, TLS) was not received.
+            if !matches!(answer, Err(e) if e.never_sent()) {
+                record.push(request);
+            }
             on_reply.reply(request, answer);
         }))
         .journal(journal)

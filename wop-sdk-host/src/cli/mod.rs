@@ -78,6 +78,13 @@ use wop_sdk::host::RunId;
 use wop_sdk::manifest::Pack;
 use wop_sdk::node::{DynNode, NodeOutcome};
 
+/// Installs the command line's tracing subscriber, as `-v` does (0: errors only, 1: info, 2:
+/// debug, 3: trace; `RUST_LOG` wins), for a pack's own demo that takes `-v`. A second call
+/// leaves the first subscriber in place.
+pub fn install_tracing(verbose: u8) {
+    trace::install(verbose);
+}
+
 /// A line on standard error; a closed standard error is not worth a panic.
 fn note(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");

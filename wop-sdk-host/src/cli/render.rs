@@ -122,7 +122,10 @@ pub fn call_summary(c: &CallReport) -> String {
         } else {
             "refused before dispatch"
         };
-        return format!("{}: never sent, nothing charged ({why}){retry}", c.status);
+        return format!(
+            "{}: never sent, no budget charge, nothing billed ({why}){retry}",
+            c.status
+        );
     }
     match c.requests {
         Some(n) => {
@@ -132,19 +135,20 @@ pub fn call_summary(c: &CallReport) -> String {
                 (None, _) => "output tokens unknown".to_owned(),
             };
             format!(
-                "{}, {tokens}, {}, charged {}{retry}",
+                "{}, {tokens}, {}, budget charge {}{retry}",
                 requests(n),
                 c.status,
                 c.charged
             )
         }
         None if c.status == "ok" || c.status == "invalid_output" => format!(
-            "{}, requests and output tokens unknown (the host reports no attempts), charged {} \
-             (the worst case){retry}",
+            "{}, requests and output tokens unknown (the host reports no attempts), budget \
+             charge {} (the worst case){retry}",
             c.status, c.charged
         ),
         None => format!(
-            "failed ({}): {} reserved and charged (a failed call is charged its worst case); \
+            "failed ({}): budget charge {} (a failed call keeps its worst case reserved in the \
+             node's budget; what the user is billed is another figure); \
              requests and output tokens unknown to the node (a failed call carries no \
              attempts){retry}",
             c.status, c.charged
@@ -176,7 +180,7 @@ pub(super) fn render_outcome(
         .map_or_else(|| "no limit".to_owned(), |m| m.to_string());
     writeln!(
         out,
-        "  budget: {} charged of max_calls {max}{}",
+        "  node budget: {} charged of max_calls {max}{}",
         b.charged,
         if b.charged_worst_case > 0 {
             format!(
@@ -198,20 +202,40 @@ pub(super) fn render_outcome(
     Ok(())
 }
 
-/// What the provider itself received, in words.
+/// What the provider itself received, in words: requests received (of which failed, and of
+/// which unanswered, their outcome unknown), requests that never reached it, and the output tokens
+/// (`unknown` when no reply reported them, `at least` when some did not).
 pub(super) fn sent_summary(s: &Sent) -> String {
-    if s.requests == 0 {
+    if s.requests == 0 && s.not_sent == 0 {
         return "sent to the provider: nothing".to_owned();
     }
-    let tokens = if s.usage_complete {
-        format!("{} output tokens", s.output_tokens)
-    } else {
-        format!(
-            "at least {} output tokens (a reply withheld its usage)",
-            s.output_tokens
-        )
-    };
-    format!("sent to the provider: {}, {tokens}", requests(s.requests))
+    let mut text = format!("received by the provider: {}", requests(s.requests));
+    let mut of = Vec::new();
+    if s.failed > 0 {
+        of.push(format!("{} answered with an error", s.failed));
+    }
+    if s.no_answer > 0 {
+        of.push(format!(
+            "{} sent and never answered (outcome unknown)",
+            s.no_answer
+        ));
+    }
+    if !of.is_empty() {
+        text.push_str(&format!(" ({})", of.join(", ")));
+    }
+    text.push_str(&match (s.output_tokens, s.usage_complete) {
+        (Some(n), true) => format!(", {n} output tokens"),
+        (Some(n), false) => format!(", at least {n} output tokens (usage unknown for some)"),
+        (None, _) if s.requests == 0 => String::new(),
+        (None, _) => ", output tokens unknown (no reply reported its usage)".to_owned(),
+    });
+    if s.not_sent > 0 {
+        text.push_str(&format!(
+            "; never reached the provider: {}",
+            requests(s.not_sent)
+        ));
+    }
+    text
 }
 
 fn write_indented(out: &mut dyn Write, v: &Value, indent: &str) -> std::io::Result<()> {

@@ -76,7 +76,7 @@ fn chart_of(o: &NodeOutcome, estimate: &Estimate, sent: Sent, type_id: &str) -> 
             estimate_requests: e.map_or(0, |n| n.requests),
             requests: Some(sent.requests),
             estimate_output_tokens: e.map_or(0, |n| n.output_tokens),
-            output_tokens: Some(sent.output_tokens),
+            output_tokens: sent.output_tokens,
             output_tokens_floor: !sent.usage_complete,
             budget_used: o.budget.used,
             max_calls: o.budget.max_calls,

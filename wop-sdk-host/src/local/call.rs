@@ -285,7 +285,7 @@ impl Call<'_> {
         }
         let public = ErrorEnvelope::new(
             ErrorCode::UpstreamUnavailable,
-            "the outcome of the provider dispatch is unknown; the call is not repeated and not charged",
+            "the outcome of the provider dispatch is unknown; the call is not repeated and not billed to the user",
         );
         Finished {
             outcome: Outcome::Failed {
