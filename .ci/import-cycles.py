@@ -106,4 +106,5 @@ def main(srcs):
     return 1 if bad else 0
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:] or ['wop-sdk/src', 'wop-sdk-host/src', 'wop-sdk-macros/src', 'wop-sdk-rules/src', 'wop-sdk-node/src']))
+    sys.exit(main(sys.argv[1:] or ['wop-sdk/src', 'wop-sdk-host/src', 'wop-sdk-macros/src', 'wop-sdk-rules/src',
+                              'wop-sdk-node/src', 'examples/book_ai', 'tests/support']))

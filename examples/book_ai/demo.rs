@@ -25,6 +25,7 @@
 
 mod report;
 mod run;
+mod sent;
 mod streams;
 
 pub use report::BookReport;

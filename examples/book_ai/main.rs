@@ -10,7 +10,7 @@
 //! cargo run --example book_ai -- run --node community.demo.bookai.plan-outline --input brief.json --script s.json
 //! ```
 //!
-//! `pack.rs` holds the nodes (copy from it); `demo.rs` (and `demo/`) the demo run and its report;
+//! `pack/` holds the nodes (copy from it); `demo.rs` (and `demo/`) the demo run and its report;
 //! `script.json` the scripted provider's replies.
 
 use book_ai::{demo, pack};

@@ -5,11 +5,7 @@
 //! - [`child`]: the test binary re-executed as a child process (killed in crash tests);
 //! - [`trace`]: what a tracing subscriber writes, for a test to read;
 //! - [`picture`]: the report picture's labels;
-<<<<<<< HEAD
-//! - [`mod@bench`]: the benches' node, provider and measures (also used by `benches/rig_compare`).
-=======
 //! - [`bench`](mod@bench): the benches' node, provider and measures (also used by `benches/rig_compare`).
->>>>>>> h-truth
 
 // Test code: its types are read by tests, never printed.
 #![allow(missing_debug_implementations)]

@@ -10,7 +10,7 @@ use wop_sdk::node::{CallReport, NodeOutcome};
 use wop_sdk::{Estimate, RunId};
 use wop_sdk_host::cli::report::{Chart, ChartRow};
 
-use super::run::Sent;
+use super::sent::Sent;
 
 /// The public code of a call the node's budget refused before dispatch.
 pub(super) fn budget_exhausted() -> &'static str {

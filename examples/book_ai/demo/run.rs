@@ -2,6 +2,7 @@
 //! per chapter a draft and a review) as one run on a local host, each recorded in the report.
 
 use super::report::{BookReport, NodeRun, budget_exhausted};
+use super::sent::Sent;
 use super::streams::Streams;
 use super::{MIN_WORDS, OWNER};
 use crate::pack::{
@@ -12,15 +13,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use wop_sdk::budget::NodeEstimate;
 use wop_sdk::node::DynNode;
 use wop_sdk::{Capabilities, Estimate, Node, RunId};
 use wop_sdk_host::cli::{Progress, WatchedProvider};
 use wop_sdk_host::journal::Journal;
-use wop_sdk_host::local::{
-    LocalConfig, LocalHost, Provider, ProviderRequest, RunOptions, Script, ScriptedProvider,
-};
+use wop_sdk_host::local::{LocalConfig, LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 
 /// The run refused to start: some node's worst case does not fit its `max_calls`.
 #[derive(Debug)]
@@ -80,32 +79,6 @@ pub fn estimate_book(host: &LocalHost, brief: &BookBrief) -> Estimate {
         );
     }
     estimate
-}
-
-/// The provider's own record of every request that reached it (answered or not; not one whose
-/// connection could not be made): the report's "provider" column is the provider's count, not the
-/// runtime's.
-#[derive(Clone, Debug, Default)]
-pub struct Sent(Arc<Mutex<Vec<ProviderRequest>>>);
-
-impl Sent {
-    fn push(&self, request: &ProviderRequest) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(request.clone());
-    }
-
-    /// The requests sent for `run`, in order.
-    pub fn requests_of(&self, run: &RunId) -> Vec<ProviderRequest> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|r| &r.run_id == run)
-            .cloned()
-            .collect()
-    }
 }
 
 /// Estimates, then runs the book: outline, then per chapter a draft and a review, as nodes of

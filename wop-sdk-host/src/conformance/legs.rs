@@ -1,15 +1,18 @@
-//! The eight `0248.*` legs, the target they run against, and [`run_conformance`].
+//! The eight `0248.*` legs and [`run_conformance`]; the target they run against is in `target.rs`,
+//! their inputs in `inputs.rs`.
 //!
 //! Each leg drives the fixture through [`ConformanceTarget`] and reads only what an outside
 //! party sees: the node's output, the run's `provider.usage` and `envelope.retry-exhausted`
 //! events, and the error of a failed node. The decision is the judge's ([`super::judges`]).
 
+use super::inputs::{
+    GROWTH_MAX_TOKENS, cap_input, count_input, growth_input, malformed_input, native_input,
+    plain_input, usage_incomplete_input,
+};
 use super::judges;
 use super::report::{Report, Verdict};
-use serde_json::{Value, json};
-use std::sync::Arc;
-use wop_sdk::host::{BoxFuture, Host, RunId};
-use wop_sdk::wire::{ErrorEnvelope, RunEvent};
+use super::target::{ConformanceTarget, Observed};
+use serde_json::Value;
 
 /// `0248.attempts-count`
 pub const ATTEMPTS_COUNT: &str = "0248.attempts-count";
@@ -39,94 +42,6 @@ pub const LEG_IDS: [&str; 8] = [
     NO_BUDGET_GROWTH,
     RETRY_MALFORMED_REFUSED,
 ];
-
-/// What an outside party observed of one fixture run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Observed {
-    /// The run.
-    pub run_id: RunId,
-    /// The fixture node's output (`node.completed`) or its error (`node.failed`).
-    pub output: Result<Value, ErrorEnvelope>,
-    /// The run's event log.
-    pub events: Vec<RunEvent>,
-    /// Each `ctx.callAI` answer exactly as the host gave it, in call order (the host's own
-    /// bytes, before the SDK parsed them): a target records them at its host boundary, e.g. with
-    /// [`super::Recording`]. The judges of replay and of `usage` read these.
-    pub answers: Vec<Value>,
-}
-
-/// A host under test, as the harness drives it.
-///
-/// The methods are async (they return a [`BoxFuture`]) so that `dyn ConformanceTarget` works.
-pub trait ConformanceTarget: Send + Sync {
-    /// The host: its capability document gates the legs.
-    fn host(&self) -> Arc<dyn Host>;
-
-    /// Runs the fixture node `conformance.callai.echo-attempts` on `input` in a new run (the
-    /// host's mock serves `input.script`), and reports what was observed.
-    fn run_fixture(&self, input: Value) -> BoxFuture<'_, Observed>;
-
-    /// Runs a replay fork of `source` (a fixture run) and reports what was observed of the fork.
-    fn replay<'a>(&'a self, source: &'a RunId) -> BoxFuture<'a, Observed>;
-}
-
-fn invalid_then_valid() -> Value {
-    json!([
-        {"content": "not json", "usage": {"outputTokens": 5}},
-        {"content": {"answer": "ok"}, "usage": {"outputTokens": 7}}
-    ])
-}
-
-/// The count run's input: invalid JSON, then valid.
-pub fn count_input() -> Value {
-    json!({"script": invalid_then_valid()})
-}
-
-/// `0248.usage-incomplete`'s input: one reply with `usage: false`.
-pub fn usage_incomplete_input() -> Value {
-    json!({"script": [{"content": {"answer": "ok"}, "usage": false}]})
-}
-
-/// `0248.structured-output`'s first input: no `responseSchema`.
-pub fn plain_input() -> Value {
-    json!({"schema": false, "script": [{"content": "plain text", "usage": {"outputTokens": 3}}]})
-}
-
-/// `0248.structured-output`'s second input: a reply declaring `native`.
-pub fn native_input() -> Value {
-    json!({"script": [{"content": {"answer": "ok"}, "usage": {"outputTokens": 4}, "mode": "native"}]})
-}
-
-/// `0248.max-attempts-cap`'s input: `maxAttempts: 1`, invalid first reply.
-pub fn cap_input() -> Value {
-    json!({"retry": {"maxAttempts": 1}, "script": invalid_then_valid()})
-}
-
-/// The `maxTokens` of `0248.no-budget-growth`.
-pub const GROWTH_MAX_TOKENS: u64 = 100;
-
-/// `0248.no-budget-growth`'s input: `growMaxTokens: false`, `maxTokens: 100`, a reply declaring
-/// 150 output tokens (served truncated at 100), then the same reply (fits only a grown budget).
-pub fn growth_input() -> Value {
-    let reply = json!({
-        "content": {"answer": "a reply that needs one hundred and fifty output tokens"},
-        "usage": {"outputTokens": 150}
-    });
-    json!({
-        "retry": {"growMaxTokens": false},
-        "maxTokens": GROWTH_MAX_TOKENS,
-        "script": [reply.clone(), reply]
-    })
-}
-
-/// `0248.retry-malformed-refused`'s input: `maxAttempts: 0` (and a valid reply, which a host
-/// that ignores the malformed policy would serve).
-pub fn malformed_input() -> Value {
-    json!({
-        "retry": {"maxAttempts": 0},
-        "script": [{"content": {"answer": "ok"}, "usage": {"outputTokens": 7}}]
-    })
-}
 
 fn script_of(input: &Value) -> &Value {
     input.get("script").unwrap_or(&Value::Null)

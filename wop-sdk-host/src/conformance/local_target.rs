@@ -2,8 +2,8 @@
 //! [`ConformanceTarget`]) or behind a wrapper ([`LocalTarget::through`]).
 
 use super::fixture::EchoAttempts;
-use super::legs::{ConformanceTarget, Observed};
 use super::recording::Recording;
+use super::target::{ConformanceTarget, Observed};
 use crate::local::{LocalHost, RunOptions};
 use serde_json::Value;
 use std::fmt;

@@ -53,21 +53,27 @@
 
 pub mod extra;
 mod fixture;
+mod inputs;
 pub mod judges;
 mod legs;
 mod local_target;
 mod recording;
 mod report;
 pub mod sweep;
+mod target;
 
 pub use extra::EXTRA_IDS;
 pub use fixture::{EchoAttempts, EchoInput, EchoOutput, FIXTURE_TYPE_ID};
+pub use inputs::{
+    GROWTH_MAX_TOKENS, cap_input, count_input, growth_input, malformed_input, native_input,
+    plain_input, usage_incomplete_input,
+};
 pub use legs::{
-    ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, ConformanceTarget, GROWTH_MAX_TOKENS, LEG_IDS,
-    MAX_ATTEMPTS_CAP, NO_BUDGET_GROWTH, OUTPUT_TOKENS_SUM, Observed, RETRY_MALFORMED_REFUSED,
-    STRUCTURED_OUTPUT, USAGE_INCOMPLETE, cap_input, count_input, growth_input, malformed_input,
-    native_input, plain_input, run_conformance, usage_incomplete_input,
+    ATTEMPTS_COUNT, ATTEMPTS_REPLAYED, LEG_IDS, MAX_ATTEMPTS_CAP, NO_BUDGET_GROWTH,
+    OUTPUT_TOKENS_SUM, RETRY_MALFORMED_REFUSED, STRUCTURED_OUTPUT, USAGE_INCOMPLETE,
+    run_conformance,
 };
 pub use local_target::LocalTarget;
 pub use recording::Recording;
 pub use report::{Report, Verdict};
+pub use target::{ConformanceTarget, Observed};

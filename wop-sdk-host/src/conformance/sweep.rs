@@ -11,7 +11,7 @@
 //! the space: the fixture makes plain and structured calls only.
 
 use super::judges::{attempts_of, attempts_replayed, usage_events};
-use super::legs::{ConformanceTarget, Observed};
+use super::target::{ConformanceTarget, Observed};
 use serde_json::{Value, json};
 use wop_sdk::caps::DEFAULT_CEILING;
 use wop_sdk::rules::retry::{MAX_ATTEMPTS, MIN_ATTEMPTS};

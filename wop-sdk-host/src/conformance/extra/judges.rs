@@ -2,7 +2,7 @@
 //! of a fixture run, `Ok` or the reason it fails.
 
 use crate::conformance::judges::{attempts_of, exhausted_totals, usage_events};
-use crate::conformance::legs::Observed;
+use crate::conformance::target::Observed;
 use serde_json::Value;
 use wop_sdk::wire::{CapabilityDocument, ErrorCode, normalize_type};
 

@@ -23,9 +23,10 @@ pub use judges::{
     structured_output_final_mode, usage_incomplete_any_attempt, usage_of_final_attempt,
 };
 
+use super::inputs::cap_input;
 use super::judges::{attempts_of, usage_events};
-use super::legs::{ConformanceTarget, Observed};
 use super::report::Verdict;
+use super::target::{ConformanceTarget, Observed};
 use serde_json::{Map, Value};
 use wop_sdk::caps::DEFAULT_CEILING;
 use wop_sdk::wire::CapabilityDocument;
@@ -175,7 +176,7 @@ pub(crate) async fn run_extra(
         push(
             RETRY_EXHAUSTED_EMITTED,
             if advertises_retry_exhausted(doc) {
-                let obs = target.run_fixture(super::legs::cap_input()).await;
+                let obs = target.run_fixture(cap_input()).await;
                 Verdict::judged(retry_exhausted_emitted(&obs))
             } else {
                 Verdict::Skipped(
