@@ -46,6 +46,9 @@ pub enum Answer {
     Hang,
     /// The answer is computed from the request body.
     With(Compute),
+    /// This answer, then the server stops as a process that ends does: it stops listening (a
+    /// later connection is refused) and closes every connection, idle ones included.
+    ThenStop(Box<Answer>),
 }
 
 impl Answer {
@@ -157,6 +160,8 @@ struct State {
     quiet: bool,
     /// An answer repeated when none is queued.
     repeat: Option<(u16, Vec<u8>)>,
+    /// The listener's task and each connection's: aborted when the server stops.
+    tasks: Vec<tokio::task::AbortHandle>,
 }
 
 /// The server. It stops when dropped.
@@ -169,6 +174,12 @@ pub struct Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+fn stop(state: &Mutex<State>) {
+    for t in std::mem::take(&mut lock(state).tasks) {
+        t.abort();
     }
 }
 
@@ -185,10 +196,18 @@ impl Server {
         let shared = Arc::clone(&state);
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, Arc::clone(&shared)));
+                let conn = tokio::spawn(serve(stream, Arc::clone(&shared)));
+                lock(&shared).tasks.push(conn.abort_handle());
             }
         });
+        lock(&state).tasks.push(task.abort_handle());
         Self { addr, state, task }
+    }
+
+    /// Stops the server as a process that ends: no more listening (a connection is refused),
+    /// every connection closed. What it received stays readable.
+    pub fn stop(&self) {
+        stop(&self.state);
     }
 
     /// `http://127.0.0.1:PORT/v1`.
@@ -317,6 +336,10 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
                 },
             }
         };
+        let (answer, then_stop) = match answer {
+            Answer::ThenStop(a) => (*a, true),
+            a => (a, false),
+        };
         let answer = match answer {
             Answer::With(f) => f(&body),
             other => other,
@@ -352,7 +375,13 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
             Answer::Hang => {
                 std::future::pending::<()>().await;
             }
-            Answer::With(_) => return,
+            Answer::With(_) | Answer::ThenStop(_) => return,
+        }
+        if then_stop {
+            let _ = stream.flush().await;
+            drop(stream);
+            stop(&state);
+            return;
         }
     }
 }

@@ -66,12 +66,12 @@ pub(super) fn print_json(out: &mut dyn Write, v: &impl Serialize) -> io::Result<
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sent {
-    /// Requests that reached the provider (answered, or sent and never answered).
+    /// Requests the provider answered (a reply or an error status): known to have reached it.
     pub requests: u32,
     /// Of those, requests the provider answered with an error (no reply to use).
     pub failed: u32,
-    /// Of those, requests sent that got no answer (a timeout, a connection broken after
-    /// sending): whether the server generated anything is unknown.
+    /// Requests sent that got no answer (a timeout, a connection closed after sending): whether
+    /// the provider received them, and generated anything, is unknown. Not in `requests`.
     pub no_answer: u32,
     /// Requests that never reached the provider (connection refused, DNS, TLS handshake): not
     /// received, not in `requests`.
@@ -119,13 +119,13 @@ impl SentLog {
         };
         match answer {
             Err(e) if e.never_sent() => s.not_sent += 1,
-            Err(e) => {
+            Err(ProviderError::NoAnswer(_)) => {
+                s.no_answer += 1;
+                reported(s, None);
+            }
+            Err(_) => {
                 s.requests += 1;
-                if matches!(e, ProviderError::NoAnswer(_)) {
-                    s.no_answer += 1;
-                } else {
-                    s.failed += 1;
-                }
+                s.failed += 1;
                 reported(s, None);
             }
             Ok(reply) => {

@@ -202,33 +202,30 @@ pub(super) fn render_outcome(
     Ok(())
 }
 
-/// What the provider itself received, in words: requests received (of which failed, and of
-/// which unanswered, their outcome unknown), requests that never reached it, and the output tokens
-/// (`unknown` when no reply reported them, `at least` when some did not).
+/// What the provider itself received, in words: requests it answered (known received; of which
+/// answered with an error), the output tokens (`unknown` when no reply reported them, `at least`
+/// when some did not), requests sent with no answer (whether received is unknown) and requests
+/// that never reached it.
 pub(super) fn sent_summary(s: &Sent) -> String {
-    if s.requests == 0 && s.not_sent == 0 {
+    if s.requests == 0 && s.not_sent == 0 && s.no_answer == 0 {
         return "sent to the provider: nothing".to_owned();
     }
     let mut text = format!("received by the provider: {}", requests(s.requests));
-    let mut of = Vec::new();
     if s.failed > 0 {
-        of.push(format!("{} answered with an error", s.failed));
-    }
-    if s.no_answer > 0 {
-        of.push(format!(
-            "{} sent and never answered (outcome unknown)",
-            s.no_answer
-        ));
-    }
-    if !of.is_empty() {
-        text.push_str(&format!(" ({})", of.join(", ")));
+        text.push_str(&format!(" ({} answered with an error)", s.failed));
     }
     text.push_str(&match (s.output_tokens, s.usage_complete) {
+        _ if s.requests == 0 && s.no_answer == 0 => String::new(),
         (Some(n), true) => format!(", {n} output tokens"),
         (Some(n), false) => format!(", at least {n} output tokens (usage unknown for some)"),
-        (None, _) if s.requests == 0 => String::new(),
         (None, _) => ", output tokens unknown (no reply reported its usage)".to_owned(),
     });
+    if s.no_answer > 0 {
+        text.push_str(&format!(
+            "; sent with no answer (whether the provider received it is unknown): {}",
+            requests(s.no_answer)
+        ));
+    }
     if s.not_sent > 0 {
         text.push_str(&format!(
             "; never reached the provider: {}",
