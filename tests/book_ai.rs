@@ -389,7 +389,7 @@ async fn the_streamed_scene_grows_in_the_progress_and_a_host_retry_discards_it()
             "draft-1: call 0, attempt 2: 55 chars so far ...Quill climbed the lighthouse stairs with",
             "draft-1: call 0, attempt 2: 94 chars so far ...h the ledger under her arm. The lamp was",
             "draft-1: call 0, attempt 2: 136 chars so far ...ark for the first time in forty years.\"}",
-            "draft-1: call 0: stream complete, 136 chars",
+            "draft-1: call 0: stream complete, 136 chars (attempt 2)",
         ],
         "{lines:#?}"
     );
@@ -412,7 +412,7 @@ async fn the_streamed_scene_grows_in_the_progress_and_a_host_retry_discards_it()
     );
     assert_eq!(
         repair.last(),
-        Some(&"draft-1: call 1: stream complete, 433 chars")
+        Some(&"draft-1: call 1: stream complete, 433 chars (attempt 2)")
     );
     // The scene is the stream's terminal result, not its fragments.
     let scene = &report.drafts[0].scenes[0];
@@ -464,4 +464,44 @@ async fn a_scene_stream_cut_after_fragments_is_discarded_and_the_call_fails() {
     assert!(scene.placeholder, "{scene:?}");
     assert!(scene.text.contains("upstream_unavailable"), "{scene:?}");
     assert!(!scene.text.contains("Mara Quill"), "{scene:?}");
+}
+
+/// Bytes written to a progress, kept for the test.
+#[derive(Clone, Default)]
+struct Written(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Written {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn on_plain_output_a_streamed_scene_gets_a_line_per_attempt_not_per_fragment() {
+    let written = Written::default();
+    let progress = wop_sdk_host::cli::Progress::plain(written.clone());
+    let script = demo::bundled_script().expect("script");
+    let report = demo::run_book(&demo::demo_brief(), script, journal(), progress)
+        .await
+        .expect("fits");
+    assert!(report.completed(), "{report}");
+    let text = String::from_utf8(written.0.lock().expect("lock").clone()).expect("UTF-8");
+    assert!(!text.contains("chars so far"), "{text}");
+    let call0: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim_start().split_once("  ").map(|(_, rest)| rest.trim()))
+        .filter(|l| l.starts_with("draft-1: call 0"))
+        .collect();
+    assert_eq!(
+        call0,
+        [
+            "draft-1: call 0: 38 chars of attempt 1 discarded",
+            "draft-1: call 0: stream complete, 136 chars (attempt 2)",
+        ],
+        "{text}"
+    );
 }

@@ -285,6 +285,12 @@ impl Progress {
         Self::with(Out::Hidden, false)
     }
 
+    /// Whether lines go, plain, to a stream that is not a terminal (a file, a pipe, a CI log):
+    /// there a streamed call is worth a summary line per attempt, not a line per fragment.
+    pub fn is_plain(&self) -> bool {
+        matches!(&*self.out(), Out::Plain(_))
+    }
+
     /// Whether lines are coloured.
     pub fn colored(&self) -> bool {
         self.0.color
