@@ -26,6 +26,9 @@ pub struct NodeRun {
     pub outcome: NodeOutcome,
     /// Requests the provider received for this node (its own count, not the runtime's).
     pub provider_requests: usize,
+    /// Requests sent for this node with no answer: whether the provider received them is
+    /// unknown, so `provider_requests` is then a floor.
+    pub provider_unanswered: usize,
 }
 
 impl NodeRun {
@@ -86,7 +89,9 @@ impl NodeRun {
         ChartRow {
             node_id: self.outcome.node_id.clone(),
             estimate_requests: self.estimate.requests,
-            requests: u32::try_from(self.provider_requests).ok(),
+            requests: u32::try_from(self.provider_requests)
+                .ok()
+                .filter(|_| self.provider_unanswered == 0),
             estimate_output_tokens: self.estimate.output_tokens,
             output_tokens: self.output_tokens(),
             output_tokens_floor: !self.usage_complete(),
@@ -151,7 +156,8 @@ impl BookReport {
                     "outputTokens": n.output_tokens(),
                     "usageComplete": n.usage(),
                     "budget": {"charged": o.budget.used, "maxCalls": o.budget.max_calls},
-                    "provider": {"requests": n.provider_requests},
+                    "provider": {"requests": n.provider_requests,
+                                 "noAnswer": n.provider_unanswered},
                 })
             })
             .collect();
@@ -218,13 +224,17 @@ impl fmt::Display for BookReport {
         }
         let (mut er, mut r, mut p, mut et, mut tok) = (0, Some(0), 0, 0, Some(0));
         let mut floor = false;
+        let mut p_floor = false;
         for n in &self.nodes {
             let b = n.outcome.budget;
             t.add_row([
                 n.outcome.node_id.clone(),
                 n.estimate.requests.to_string(),
                 figure(n.requests().map(u64::from), false),
-                n.provider_requests.to_string(),
+                figure(
+                    u64::try_from(n.provider_requests).ok(),
+                    n.provider_unanswered > 0,
+                ),
                 n.refused_calls().to_string(),
                 n.estimate.output_tokens.to_string(),
                 figure(n.output_tokens(), !n.usage_complete()),
@@ -243,6 +253,7 @@ impl fmt::Display for BookReport {
             er += n.estimate.requests;
             r = r.zip(n.requests()).map(|(a, b)| a + b);
             p += n.provider_requests;
+            p_floor |= n.provider_unanswered > 0;
             et += n.estimate.output_tokens;
             tok = tok.zip(n.output_tokens()).map(|(a, b)| a + b);
             floor |= !n.usage_complete();
@@ -251,7 +262,7 @@ impl fmt::Display for BookReport {
             "total".to_owned(),
             er.to_string(),
             figure(r.map(u64::from), false),
-            p.to_string(),
+            figure(u64::try_from(p).ok(), p_floor),
             String::new(),
             et.to_string(),
             figure(tok, floor),
@@ -264,7 +275,8 @@ impl fmt::Display for BookReport {
         writeln!(
             f,
             "  (req: attempts.count as the host reported it; provider: requests the provider \
-             received; held back: calls the budget refused before dispatch)"
+             answered, `at least` when some were sent with no answer; held back: calls the budget \
+             refused before dispatch; budget charge: the node's own limit, not the user's bill)"
         )?;
 
         writeln!(f, "\nCalls")?;

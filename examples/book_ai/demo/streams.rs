@@ -27,8 +27,8 @@ impl Streams {
     /// complete, with its size).
     pub fn event(&self, progress: &Progress, e: &RunEvent) {
         progress.event(e);
-        let fragment = e.kind() == "output.chunk"
-            && e.payload().get("isLast") != Some(&Value::Bool(true));
+        let fragment =
+            e.kind() == "output.chunk" && e.payload().get("isLast") != Some(&Value::Bool(true));
         let lines = self.lines(e);
         if fragment && progress.is_plain() {
             return;
