@@ -182,7 +182,10 @@ async fn the_demo_run_takes_verbose_and_json() {
     assert_eq!(received as usize, server.received().len(), "{v:#}");
     // The outline's reply withheld its usage: unknown stays unknown.
     assert_eq!(nodes[0]["usageComplete"], false, "{v:#}");
-    assert_eq!(v["billed"]["author-1"]["outputTokensComplete"], false, "{v:#}");
+    assert_eq!(
+        v["billed"]["author-1"]["outputTokensComplete"], false,
+        "{v:#}"
+    );
     for needle in ["wop.provider.request", "outline: started"] {
         assert!(stderr.contains(needle), "`{needle}` missing:\n{stderr}");
     }

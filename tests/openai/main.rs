@@ -10,6 +10,7 @@
 
 mod command_line;
 mod counts;
+mod demo_progress;
 mod finish_reason;
 mod legs_over_http;
 mod provider_failures;
