@@ -187,9 +187,18 @@ async fn rate_limits_with_and_without_retry_after_wait_say_so_and_count_as_logge
         Answer::json(429, &json!({"error": {"message": "slow down"}})),
         outline_reply(json!({"inputTokens": 90, "outputTokens": 70})),
     ]);
-    let (code, stdout, stderr) = run_outline(&server.base_url(), &[]).await;
+    let (code, stdout, stderr) = run_outline(&server.base_url(), &["-v"]).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(server.received().len(), 6);
+    // At -v, each wait as it starts: the server's second, then the host's own backoff.
+    assert!(
+        stderr.contains("wait_ms=1000 request=2 waiting before the next provider request"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("request=3 waiting before the next provider request"),
+        "{stderr}"
+    );
     assert!(
         stdout.contains("received by the provider: 3 requests (2 answered with an error)"),
         "{stdout}"
