@@ -191,14 +191,13 @@ async fn rate_limits_with_and_without_retry_after_wait_say_so_and_count_as_logge
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(server.received().len(), 6);
     // At -v, each wait as it starts: the server's second, then the host's own backoff.
-    assert!(
-        stderr.contains("wait_ms=1000 request=2 waiting before the next provider request"),
-        "{stderr}"
-    );
-    assert!(
-        stderr.contains("request=3 waiting before the next provider request"),
-        "{stderr}"
-    );
+    let waits: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("waiting before the next provider request"))
+        .collect();
+    assert_eq!(waits.len(), 2, "{stderr}");
+    assert!(waits[0].ends_with("wait_ms=1000 request=2"), "{stderr}");
+    assert!(waits[1].ends_with("request=3"), "{stderr}");
     assert!(
         stdout.contains("received by the provider: 3 requests (2 answered with an error)"),
         "{stdout}"
