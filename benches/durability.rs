@@ -170,6 +170,7 @@ fn main() {
     let s1 = fsync_rate(&dir, false, 256, true, d);
     let q1 = sqlite_rate(&dir, d);
     let one = journal_rate(&dir, "one", 1, d);
+    let eight = journal_rate(&dir, "eight", 8, d);
     let many = journal_rate(&dir, "many", CALLERS, d);
     let q2 = sqlite_rate(&dir, d);
     let s2 = fsync_rate(&dir, false, 256, true, d);
@@ -223,5 +224,17 @@ fn main() {
         many.commits_per_call,
         many.calls_per_sec / one.calls_per_sec
     );
+    println!(
+        "  per caller count: calls/s, commits per call, commits/s as % of the fsync rate ({fsync:.0}/s):"
+    );
+    for (n, f) in [(1, &one), (8, &eight), (CALLERS, &many)] {
+        println!(
+            "    {n:>2} caller(s) {:>8.0} calls/s  {:.2} commits/call  {:>5.1}% of the fsync rate  {:.1}x one caller",
+            f.calls_per_sec,
+            f.commits_per_call,
+            100.0 * f.calls_per_sec * f.commits_per_call / fsync,
+            f.calls_per_sec / one.calls_per_sec
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -200,7 +200,69 @@ fn rss_child(kind: &str, runs: u32) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// In a child process: `calls` runs of one call each on one host whose in-memory journal keeps
+/// its default retention (the last 10 000 ended runs), printing the resident set at every tenth.
+fn rss_long(calls: u32) {
+    let rt = runtime();
+    let host = LocalHost::builder()
+        .provider(Instant::default())
+        .journal(Arc::new(MemoryJournal::new()))
+        .max_concurrent_generations(64)
+        .build();
+    rt.block_on(async {
+        let step = (calls / 10).max(1);
+        let mut done = 0;
+        while done < calls {
+            let batch = step.min(calls - done);
+            let tasks: Vec<_> = (0..16u32)
+                .map(|t| {
+                    let host = host.clone();
+                    let n = batch / 16 + u32::from(t < batch % 16);
+                    tokio::spawn(async move {
+                        for _ in 0..n {
+                            let out = host.run(&Caller::ONE, common::input()).await;
+                            assert!(out.result.is_ok());
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.expect("runner");
+            }
+            done += batch;
+            println!("RSS_AT {done} {}", common::rss_kib().unwrap_or(0));
+        }
+    });
+}
+
 fn rss(bench: bool) {
+    let calls = if bench { 1_000_000 } else { 2_000 };
+    let exe = std::env::current_exe().expect("exe");
+    let out = std::process::Command::new(&exe)
+        .args(["--rss-long", &calls.to_string()])
+        .output()
+        .expect("child");
+    let points: Vec<(u64, u64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.strip_prefix("RSS_AT ")?.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect();
+    let shown: Vec<String> = points
+        .iter()
+        .map(|(n, kib)| format!("{n}: {:.1} MiB", *kib as f64 / 1024.0))
+        .collect();
+    println!(
+        "  memory journal, default retention, {calls} calls (one per run): resident set {}",
+        shown.join(", ")
+    );
+    if let (Some(mid), Some(last)) = (points.get(points.len() / 2), points.last()) {
+        println!(
+            "  from the middle to the end: {:.2}x (flat is 1.00x)",
+            last.1 as f64 / mid.1.max(1) as f64
+        );
+    }
     let runs = if bench { FINISHED_RUNS } else { 160 };
     let exe = std::env::current_exe().expect("exe");
     for kind in ["memory", "sqlite"] {
@@ -239,6 +301,14 @@ fn main() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(FINISHED_RUNS);
         rss_child(&args[i + 1], runs);
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--rss-long") {
+        let calls = args
+            .get(i + 1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000_000);
+        rss_long(calls);
         return;
     }
     let bench = args.iter().any(|a| a == "--bench");

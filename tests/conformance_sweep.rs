@@ -5,10 +5,12 @@
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use wop_sdk::host::{AttemptKey, BoxFuture, Host, HostFailure, HostLayer};
+use wop_sdk::host::{AttemptKey, BoxFuture, Host, HostFailure, HostLayer, StreamSink};
 use wop_sdk::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
 use wop_sdk_host::conformance::LocalTarget;
-use wop_sdk_host::conformance::sweep::{self, CAP, CLAMP, COUNT, Finding, REPLAY, RESULT, USAGE};
+use wop_sdk_host::conformance::sweep::{
+    self, CAP, CLAMP, COUNT, FINAL_USAGE, Finding, MODE, REPLAY, RESULT, USAGE,
+};
 use wop_sdk_host::local::{LocalHost, ScriptedProvider};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +22,13 @@ enum Lie {
     /// §A: a sum below the final attempt's usage (a record that breaks its own rules), on calls
     /// of 2 requests under `maxAttempts: 14` only.
     SumBelowFinalAtFourteen,
+    /// §A.3: no `structuredOutput` on a structured call of 2 requests under `maxAttempts: 6`.
+    ModeMissingAtSix,
+    /// §A.4: `usage` one token below the final attempt's, on calls of 2 requests under
+    /// `maxAttempts: 15`.
+    UsageNotFinalAtFifteen,
+    /// §A.1: `count` one too many on streamed calls of 2 requests under `maxAttempts: 8` only.
+    StreamCountAtEight,
     /// §A.2: `usageComplete: true` though an attempt withheld usage, on calls of 3 requests under
     /// `maxAttempts: 11` only.
     UsageCompleteAtEleven,
@@ -45,6 +54,26 @@ fn max_attempts(request: &CallAiRequest) -> Option<u8> {
 impl HostLayer for Liar {
     fn inner(&self) -> &dyn Host {
         &self.local
+    }
+
+    /// Streamed calls: the lies of whole calls do not apply (they are whole-call corners).
+    fn call_ai_stream<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+        sink: &'a StreamSink,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(async move {
+            let mut result = self.local.call_ai_stream(key, request, sink).await?;
+            if let Some(a) = &mut result.attempts
+                && self.lie == Lie::StreamCountAtEight
+                && a.count == 2
+                && max_attempts(request) == Some(8)
+            {
+                a.count = 3;
+            }
+            Ok(result)
+        })
     }
 
     /// The fixture sends `retry` through the JSON edge: parsed as the host parses it, then the
@@ -90,6 +119,14 @@ impl HostLayer for Liar {
             if let Some(a) = &mut result.attempts {
                 match self.lie {
                     Lie::PlainCountAtFive if plain && m == Some(5) => a.count = 2,
+                    Lie::ModeMissingAtSix if a.count == 2 && m == Some(6) => {
+                        a.structured_output = None;
+                    }
+                    Lie::UsageNotFinalAtFifteen if a.count == 2 && m == Some(15) => {
+                        if let Some(u) = &mut result.usage {
+                            u.output_tokens = u.output_tokens.map(|n| n - 1);
+                        }
+                    }
                     Lie::SumBelowFinalAtFourteen
                         if a.count == 2
                             && m == Some(14)
@@ -152,8 +189,8 @@ async fn findings(lie: Option<Lie>) -> Vec<Finding> {
 #[test]
 fn the_space_is_generated_whole() {
     let cases = sweep::cases();
-    // 17 values of maxAttempts (absent, 1..=16) x (30 structured + 2 plain).
-    assert_eq!(cases.len(), 17 * 32);
+    // 17 values of maxAttempts (absent, 1..=16) x whole and streamed x (30 structured + 2 plain).
+    assert_eq!(cases.len(), 17 * 2 * 32);
     let unique: BTreeSet<String> = cases.iter().map(ToString::to_string).collect();
     assert_eq!(unique.len(), cases.len());
 }
@@ -184,7 +221,7 @@ async fn caught_in(lie: Lie, must: &str, corner: impl Fn(&sweep::Case) -> bool) 
 #[tokio::test]
 async fn a_count_lie_on_one_call_length_and_one_cap_is_caught() {
     caught_in(Lie::CountShortAtSeven, COUNT, |c| {
-        c.requests == 3 && c.max_attempts == Some(7)
+        !c.streamed && c.requests == 3 && c.max_attempts == Some(7)
     })
     .await;
 }
@@ -192,7 +229,7 @@ async fn a_count_lie_on_one_call_length_and_one_cap_is_caught() {
 #[tokio::test]
 async fn a_usage_lie_when_an_earlier_attempt_withheld_usage_is_caught() {
     caught_in(Lie::UsageCompleteAtEleven, USAGE, |c| {
-        c.requests == 3 && c.max_attempts == Some(11) && c.withheld != 0
+        !c.streamed && c.requests == 3 && c.max_attempts == Some(11) && c.withheld != 0
     })
     .await;
     // The corner includes usage withheld by an attempt that is not the last.
@@ -203,7 +240,7 @@ async fn a_usage_lie_when_an_earlier_attempt_withheld_usage_is_caught() {
 #[tokio::test]
 async fn a_cap_taken_one_wider_is_caught() {
     caught_in(Lie::FourForThree, CAP, |c| {
-        c.structured && c.requests == 4 && c.max_attempts == Some(3)
+        !c.streamed && c.structured && c.requests == 4 && c.max_attempts == Some(3)
     })
     .await;
 }
@@ -212,7 +249,7 @@ async fn a_cap_taken_one_wider_is_caught() {
 async fn a_cap_above_the_ceiling_refused_is_caught() {
     // Calls of 4 requests fail under the ceiling of 3 anyway.
     caught_in(Lie::RefusesNine, CLAMP, |c| {
-        c.max_attempts == Some(9) && c.requests <= 3
+        !c.streamed && c.max_attempts == Some(9) && c.requests <= 3
     })
     .await;
 }
@@ -220,7 +257,7 @@ async fn a_cap_above_the_ceiling_refused_is_caught() {
 #[tokio::test]
 async fn a_replay_that_drifts_on_one_corner_is_caught() {
     caught_in(Lie::ReplayDriftsAtThirteen, REPLAY, |c| {
-        c.requests == 2 && c.max_attempts == Some(13)
+        !c.streamed && c.requests == 2 && c.max_attempts == Some(13)
     })
     .await;
 }
@@ -230,7 +267,10 @@ async fn a_replay_that_drifts_on_one_corner_is_caught() {
 async fn the_legs_and_the_extra_checks_let_these_lies_through() {
     for lie in [
         Lie::CountShortAtSeven,
+        Lie::StreamCountAtEight,
         Lie::PlainCountAtFive,
+        Lie::ModeMissingAtSix,
+        Lie::UsageNotFinalAtFifteen,
         Lie::SumBelowFinalAtFourteen,
         Lie::UsageCompleteAtEleven,
         Lie::FourForThree,
@@ -253,7 +293,7 @@ async fn the_legs_and_the_extra_checks_let_these_lies_through() {
 #[tokio::test]
 async fn a_count_lie_on_plain_calls_only_is_caught() {
     caught_in(Lie::PlainCountAtFive, COUNT, |c| {
-        !c.structured && c.max_attempts == Some(5)
+        !c.streamed && !c.structured && c.max_attempts == Some(5)
     })
     .await;
 }
@@ -261,7 +301,31 @@ async fn a_count_lie_on_plain_calls_only_is_caught() {
 #[tokio::test]
 async fn a_record_that_breaks_its_own_rules_in_one_corner_is_caught() {
     caught_in(Lie::SumBelowFinalAtFourteen, RESULT, |c| {
-        c.requests == 2 && c.max_attempts == Some(14) && c.withheld & 0b10 == 0
+        !c.streamed && c.requests == 2 && c.max_attempts == Some(14) && c.withheld & 0b10 == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_mode_in_one_corner_is_caught() {
+    caught_in(Lie::ModeMissingAtSix, MODE, |c| {
+        !c.streamed && c.structured && c.requests == 2 && c.max_attempts == Some(6)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_usage_that_is_not_the_final_attempts_is_caught() {
+    caught_in(Lie::UsageNotFinalAtFifteen, FINAL_USAGE, |c| {
+        !c.streamed && c.requests == 2 && c.max_attempts == Some(15) && c.withheld & 0b10 == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_count_lie_on_streamed_calls_only_is_caught() {
+    caught_in(Lie::StreamCountAtEight, COUNT, |c| {
+        c.streamed && c.structured && c.requests == 2 && c.max_attempts == Some(8)
     })
     .await;
 }

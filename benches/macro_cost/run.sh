@@ -5,8 +5,10 @@
 # ratios; then the macro crate's expansion time from `-Z time-passes` (RUSTC_BOOTSTRAP=1).
 #
 #   benches/macro_cost/run.sh [N=100] [ROUNDS=3]
+#   benches/macro_cost/run.sh 3 1      # the smoke pass of .ci/run: it builds and runs, nothing more
 #
-# Dependencies are built once first, so "clean" means the crate itself from scratch.
+# Dependencies are built once first, so "clean" means the crate itself from scratch. Set
+# CARGO_TARGET_DIR to the workspace's target/ to reuse its built dependencies.
 set -euo pipefail
 N=${1:-100}
 ROUNDS=${2:-3}
@@ -74,7 +76,7 @@ impl Node for Node$i {
         retry: RetryPolicy::HOST_DEFAULT,
         requires: &[],
     };
-    fn run<'a, 'run>(&'a self, ctx: &'a NodeCtx<'run>, input: String) -> BoxFuture<'a, Result<String, NodeError>> {
+    fn run<'a, 'run>(&'a self, ctx: &'a NodeCtx<'run>, input: String) -> BoxFuture<'a, Result<String, NodeError<'run>>> {
         Box::pin(async move {
             let c = ctx.call_ai(AiRequest::<Text>::prompt(format!("$i: {input}"))).await?;
             Ok(c.into_output().map(|t| t.0).unwrap_or_default())
@@ -93,7 +95,7 @@ RS
   for i in $(seq 1 "$N"); do
     cat <<RS
 /// Node $i.
-pub async fn node_$i(ctx: &NodeCtx<'_>, input: String) -> Result<String, NodeError> {
+pub async fn node_$i<'run>(ctx: &NodeCtx<'run>, input: String) -> Result<String, NodeError<'run>> {
     let c = ctx.call_ai(AiRequest::<Text>::prompt(format!("$i: {input}"))).await?;
     Ok(c.into_output().map(|t| t.0).unwrap_or_default())
 }
@@ -114,7 +116,7 @@ impl Node for Node$i {
         retry: RetryPolicy::HOST_DEFAULT,
         requires: &[],
     };
-    fn run<'a>(&'a self, ctx: &'a NodeCtx<'_>, input: String) -> BoxFuture<'a, Result<String, NodeError>> {
+    fn run<'a, 'run>(&'a self, ctx: &'a NodeCtx<'run>, input: String) -> BoxFuture<'a, Result<String, NodeError<'run>>> {
         Box::pin(node_$i(ctx, input))
     }
 }
@@ -127,27 +129,29 @@ echo "building dependencies once..." >&2
 cargo build -q -p with_macro -p by_hand -p by_hand_fn
 
 now() { date +%s.%N; }
-elapsed() { local s; s=$(now); "$@" >/dev/null 2>&1; echo "$(now) - $s" | bc; }
+# Arithmetic in awk (always there; bc may not be).
+calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
+elapsed() { local s; s=$(now); "$@" >/dev/null 2>&1; calc "$(now) - $s"; }
 
 declare -A clean incr
 for c in with_macro by_hand by_hand_fn; do clean[$c]=0; incr[$c]=0; done
 for r in $(seq 1 "$ROUNDS"); do
   for c in with_macro by_hand by_hand_fn; do
     cargo clean -q -p "$c"
-    t=$(elapsed cargo build -q -p "$c"); clean[$c]=$(echo "${clean[$c]} + $t" | bc)
+    t=$(elapsed cargo build -q -p "$c"); clean[$c]=$(calc "${clean[$c]} + $t")
     # One-line edit in the middle of the file: the crate is rebuilt incrementally.
     sed -i "s/\"$((N / 2)): {input}\"/\"$((N / 2)) r$r: {input}\"/" "$c/src/lib.rs"
-    t=$(elapsed cargo build -q -p "$c"); incr[$c]=$(echo "${incr[$c]} + $t" | bc)
+    t=$(elapsed cargo build -q -p "$c"); incr[$c]=$(calc "${incr[$c]} + $t")
   done
 done
 printf 'macro_cost: %s nodes, %s rounds, dev profile (mean seconds)\n' "$N" "$ROUNDS"
 for kind in clean incr; do
   declare -n m=$kind
-  a=$(echo "scale=3; ${m[with_macro]} / $ROUNDS" | bc)
-  b=$(echo "scale=3; ${m[by_hand]} / $ROUNDS" | bc)
-  f=$(echo "scale=3; ${m[by_hand_fn]} / $ROUNDS" | bc)
+  a=$(calc "${m[with_macro]} / $ROUNDS")
+  b=$(calc "${m[by_hand]} / $ROUNDS")
+  f=$(calc "${m[by_hand_fn]} / $ROUNDS")
   printf '  %-6s with macro %6.2fs | by hand %6.2fs: %.2fx | by hand, expansion shape %6.2fs: %.2fx\n' \
-    "$kind" "$a" "$b" "$(echo "scale=3; $a / $b" | bc)" "$f" "$(echo "scale=3; $a / $f" | bc)"
+    "$kind" "$a" "$b" "$(calc "$a / $b")" "$f" "$(calc "$a / $f")"
 done
 
 # Expansion time of the macro crate, from rustc's own pass timings.

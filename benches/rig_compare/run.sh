@@ -26,7 +26,7 @@ bin=$CARGO_TARGET_DIR/release/rig-compare
 if [[ -n ${WOP_COMMIT:-} ]]; then
     commit=$WOP_COMMIT
 elif commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null); then
-    git -C "$here/../.." diff --quiet HEAD -- wop-sdk benches/common || commit="$commit+uncommitted"
+    git -C "$here/../.." diff --quiet HEAD -- wop-sdk wop-sdk-host tests/support || commit="$commit+uncommitted"
 else
     commit=unknown
 fi

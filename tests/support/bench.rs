@@ -146,6 +146,13 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
 }
 
 /// Peak resident set size of this process in KiB (`VmHWM`), Linux only.
+/// The resident set now, in KiB (`/proc/self/statm`, pages of 4 KiB), on Linux.
+pub fn rss_kib() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4)
+}
+
 pub fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use wop_sdk::ai::{AiRequest, Text};
 use wop_sdk::node::{NodeCtx, NodeError};
+use wop_sdk::policy::RetryPolicy;
 use wop_sdk::wop_node;
 
 /// The fixture's type id.
@@ -30,9 +31,14 @@ pub struct EchoInput {
     #[serde(default)]
     pub max_tokens: Option<u32>,
     /// A `retry` sent to the host as is, unvalidated, so that the host's own refusal of a
-    /// malformed policy is what gets tested.
+    /// malformed policy is what gets tested. On a streamed call it is read as a typed policy
+    /// first (a malformed one fails the node before any call).
     #[serde(default)]
     pub retry: Option<Value>,
+    /// Stream the call (`ctx.call_ai_stream`): fragments drained, the terminal result kept.
+    /// Default `false`.
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 /// The fixture's output: the result's `attempts` as the host sent them (`null` from a host that
@@ -77,10 +83,22 @@ async fn call<'run, T: wop_sdk::ai::Output>(
     if let Some(n) = input.max_tokens {
         request = request.max_tokens(n);
     }
-    let completion = match &input.retry {
-        // Sent as is through the host's JSON edge, so the host's own refusal is what is tested.
-        Some(raw) => ctx.call_ai_with_raw_retry(request, raw.clone()).await?,
-        None => ctx.call_ai(request).await?,
+    let completion = if input.stream.unwrap_or(false) {
+        if let Some(raw) = &input.retry {
+            let policy = RetryPolicy::from_json(raw)
+                .map_err(|e| NodeError::new(format!("the input's `retry`: {e}")))?;
+            request = request.retry(policy);
+        }
+        let mut stream = ctx.call_ai_stream(request);
+        while stream.next().await.is_some() {}
+        stream.finish().await?
+    } else {
+        match &input.retry {
+            // Sent as is through the host's JSON edge, so the host's own refusal is what is
+            // tested.
+            Some(raw) => ctx.call_ai_with_raw_retry(request, raw.clone()).await?,
+            None => ctx.call_ai(request).await?,
+        }
     };
     Ok(ctx
         .capabilities()

@@ -22,9 +22,11 @@
 //!
 //! The eight official `0248.*` legs sample the RFC; the extra checks ([`extra`], reported apart
 //! in [`Report::extra`]) hold the requirements the legs let through, and the [`sweep`] holds
-//! §A.1, §A.2, §A.5, §B.1 and §B.3 over a generated space (calls of 1 to 4 requests, usage
-//! withheld at every position, every `maxAttempts`, plain and structured, fresh and replayed). Each extra check has a
-//! lying host in `tests/conformance.rs` that passes all eight legs and fails only that check.
+//! §A.1 to §A.5, §B.1 and §B.3 over a generated space (calls of 1 to 4 requests, usage withheld
+//! at every position, every `maxAttempts`, plain and structured, fresh and replayed). Each extra
+//! check has a lying host in `tests/conformance.rs` that passes all eight legs and fails only
+//! that check; each MUST of the sweep one in `tests/conformance_sweep.rs` that passes the legs
+//! and the extra checks and breaks the MUST in one corner of the space, where the sweep finds it.
 //!
 //! | Requirement | Held by |
 //! |---|---|

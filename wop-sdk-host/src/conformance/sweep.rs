@@ -1,14 +1,13 @@
-//! The sweep: RFC 0248 §A.1, §A.2, §A.5, §B.1 and §B.3 held over a generated space instead of
+//! The sweep: RFC 0248 §A.1 to §A.5, §B.1 and §B.3 held over a generated space instead of
 //! a few hand-picked runs. A host that breaks a MUST only on calls of 3 requests, only for one
 //! value of `maxAttempts`, only on plain calls or only when usage is missing from an attempt
 //! that is not the last, passes the eight legs and the extra checks; it fails here.
 //!
 //! The space ([`cases`]): structured calls that need 1 to 4 requests (invalid replies, then a
 //! valid one), each reply's usage reported or withheld (every position, every combination), and
-//! plain calls of one request, each with no `retry` or with every `maxAttempts` from 1 to 16
-//! (above the host's ceiling included); every call that completes is replayed on a fork. The
-//! suite wrote each script, so it knows what every request returned. Streamed calls are not in
-//! the space: the fixture makes plain and structured calls only.
+//! plain calls of one request, each whole and streamed, with no `retry` or with every
+//! `maxAttempts` from 1 to 16 (above the host's ceiling included); every call that completes is
+//! replayed on a fork. The suite wrote each script, so it knows what every request returned.
 
 use super::judges::{attempts_of, attempts_replayed, usage_events};
 use super::target::{ConformanceTarget, Observed};
@@ -22,6 +21,11 @@ pub const COUNT: &str = "A.1 count";
 /// §A.2: `outputTokens` is the sum of what the attempts reported; `usageComplete` is false when
 /// any attempt reported none, true otherwise.
 pub const USAGE: &str = "A.2 outputTokens/usageComplete";
+/// §A.3: `structuredOutput` is present (`native` or `prompt`) on a call with `responseSchema`,
+/// absent without.
+pub const MODE: &str = "A.3 structuredOutput";
+/// §A.4: the result's `usage` is the final attempt's.
+pub const FINAL_USAGE: &str = "A.4 usage";
 /// §A.5: on replay `attempts` equals the recorded value.
 pub const REPLAY: &str = "A.5 replay";
 /// §A: the host's result broke the record's rules (the runtime refused it as `protocol_error`).
@@ -36,6 +40,8 @@ pub const CLAMP: &str = "B.3 clamp";
 pub struct Case {
     /// A `responseSchema` is sent.
     pub structured: bool,
+    /// The call is streamed (`ctx.call_ai_stream`).
+    pub streamed: bool,
     /// The requests the call needs: `requests - 1` invalid replies, then a valid one.
     pub requests: usize,
     /// Bit `i` set: reply `i` withholds its usage.
@@ -72,7 +78,8 @@ impl Case {
         } else {
             json!({"content": "ok", "usage": usage(last)})
         });
-        let mut input = json!({"script": script, "schema": self.structured});
+        let mut input =
+            json!({"script": script, "schema": self.structured, "stream": self.streamed});
         if let Some(m) = self.max_attempts {
             input["retry"] = json!({"maxAttempts": m});
         }
@@ -96,9 +103,10 @@ impl std::fmt::Display for Case {
         } else {
             "plain"
         };
+        let how = if self.streamed { "streamed" } else { "whole" };
         write!(
             f,
-            "{kind}, {} request(s), usage withheld {:#b}, maxAttempts {}",
+            "{kind} {how}, {} request(s), usage withheld {:#b}, maxAttempts {}",
             self.requests,
             self.withheld,
             self.max_attempts
@@ -108,31 +116,35 @@ impl std::fmt::Display for Case {
 }
 
 /// Every case of the space, generated: structured calls of 1 to 4 requests with every pattern
-/// of withheld usage, plain calls of one request with and without usage, each with no `retry`
-/// and with every valid `maxAttempts`.
+/// of withheld usage, plain calls of one request with and without usage, each whole and
+/// streamed, with no `retry` and with every valid `maxAttempts`.
 pub fn cases() -> Vec<Case> {
     let caps: Vec<Option<u8>> = std::iter::once(None)
         .chain((MIN_ATTEMPTS..=MAX_ATTEMPTS).map(Some))
         .collect();
     let mut out = Vec::new();
     for &max_attempts in &caps {
-        for requests in 1..=4usize {
-            for withheld in 0..(1u32 << requests) {
+        for streamed in [false, true] {
+            for requests in 1..=4usize {
+                for withheld in 0..(1u32 << requests) {
+                    out.push(Case {
+                        structured: true,
+                        streamed,
+                        requests,
+                        withheld,
+                        max_attempts,
+                    });
+                }
+            }
+            for withheld in 0..2 {
                 out.push(Case {
-                    structured: true,
-                    requests,
+                    structured: false,
+                    streamed,
+                    requests: 1,
                     withheld,
                     max_attempts,
                 });
             }
-        }
-        for withheld in 0..2 {
-            out.push(Case {
-                structured: false,
-                requests: 1,
-                withheld,
-                max_attempts,
-            });
         }
     }
     out
@@ -141,7 +153,8 @@ pub fn cases() -> Vec<Case> {
 /// A MUST broken in one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
-    /// Which MUST ([`COUNT`], [`USAGE`], [`REPLAY`], [`RESULT`], [`CAP`], [`CLAMP`]).
+    /// Which MUST ([`COUNT`], [`USAGE`], [`MODE`], [`FINAL_USAGE`], [`REPLAY`], [`RESULT`],
+    /// [`CAP`], [`CLAMP`]).
     pub must: &'static str,
     /// The case.
     pub case: Case,
@@ -214,7 +227,7 @@ pub async fn sweep(target: &dyn ConformanceTarget) -> Vec<Finding> {
     findings
 }
 
-/// §A.1 and §A.2 on a completed call.
+/// §A.1 to §A.4 on a completed call.
 fn judge_attempts(case: &Case, obs: &Observed, found: &mut impl FnMut(&'static str, String)) {
     let a = match attempts_of(obs) {
         Ok(a) => a,
@@ -242,6 +255,42 @@ fn judge_attempts(case: &Case, obs: &Observed, found: &mut impl FnMut(&'static s
         found(
             USAGE,
             format!("`outputTokens` is {sum:?}; the attempts reported {reported}"),
+        );
+    }
+    let mode = a.get("structuredOutput").and_then(Value::as_str);
+    let mode_ok = if case.structured {
+        matches!(mode, Some("native" | "prompt"))
+    } else {
+        a.get("structuredOutput").is_none()
+    };
+    if !mode_ok {
+        found(
+            MODE,
+            format!(
+                "`structuredOutput` is {mode:?} on a {} call",
+                if case.structured {
+                    "structured"
+                } else {
+                    "plain"
+                }
+            ),
+        );
+    }
+    // §A.4, on the host's own answer: the final attempt's usage, or none when it withheld it.
+    let last = case.requests - 1;
+    let expected = case.reported(last).then(|| Case::tokens(last));
+    let answered = obs
+        .answers
+        .last()
+        .and_then(|r| r.get("usage"))
+        .and_then(|u| u.get("outputTokens"))
+        .and_then(Value::as_u64);
+    if answered != expected {
+        found(
+            FINAL_USAGE,
+            format!(
+                "`usage.outputTokens` is {answered:?}; the final attempt reported {expected:?}"
+            ),
         );
     }
     let flag = a.get("usageComplete").and_then(Value::as_bool);

@@ -22,7 +22,7 @@ pub(crate) mod suite;
 
 pub use fingerprint::{Fingerprint, fingerprint};
 pub use lease::Lease;
-pub use memory::MemoryJournal;
+pub use memory::{MemoryJournal, Retention};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteJournal;
 pub use wop_sdk::wire::canonical_json;
@@ -307,4 +307,12 @@ pub trait Journal: Send + Sync {
 
     /// How many calls are recorded (for diagnostics and benchmarks).
     fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>>;
+
+    /// The host says `run` has no node executing any more (its last node ended, or was
+    /// dropped). A journal with a retention rule ([`MemoryJournal::with_retention`]) may drop
+    /// ended runs from then on; a run with a node executing is never dropped. The default keeps
+    /// everything (the SQLite journal: the file is the record).
+    fn run_ended(&self, run: &RunId) {
+        let _ = run;
+    }
 }

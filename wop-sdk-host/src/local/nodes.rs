@@ -113,7 +113,10 @@ impl LocalHost {
             replay_of: None,
         };
         let charged = self.charged_generations(&run_id).await;
-        let active = self.inner.runs.activate(&run_id, &owner, None, charged);
+        let active =
+            self.inner
+                .runs
+                .activate(self.inner.journal.as_ref(), &run_id, &owner, None, charged);
         let (outcome, started) = match self.prepare(start, node, &input, options.script).await {
             Some(refused) => (refused, false),
             None => (
@@ -195,7 +198,13 @@ impl LocalHost {
             _ => (self.inner.config.default_owner.clone(), None),
         };
         let charged = self.charged_generations(run_id).await;
-        let active = self.inner.runs.activate(run_id, &owner, replay_of, charged);
+        let active = self.inner.runs.activate(
+            self.inner.journal.as_ref(),
+            run_id,
+            &owner,
+            replay_of,
+            charged,
+        );
         let outcome = execute(self.as_host(), run_id.clone(), node_id, node, input).await;
         drop(active);
         self.inner.diagnostics.run_finished(run_id);
@@ -238,7 +247,26 @@ impl LocalHost {
         };
         let owner = match self.inner.journal.run(source).await {
             Ok(Some(r)) => r.owner,
-            _ => self.inner.config.default_owner.clone(),
+            // Never recorded here, or dropped by the journal's retention: nothing to replay.
+            Ok(None) => {
+                let error = ErrorEnvelope::new(
+                    ErrorCode::ReplaySourceMissing,
+                    format!(
+                        "run `{source}` is not in the journal: it was never recorded here, or the \
+                         journal's retention dropped it after it ended (an in-memory journal keeps \
+                         the last `Retention::max_ended_runs` ended runs)"
+                    ),
+                )
+                .with_detail("runId", source.as_str());
+                return NodeOutcome {
+                    run_id: fork,
+                    node_id: node_id.to_owned(),
+                    result: Err(error),
+                    calls: Vec::new(),
+                    budget: BudgetStatus::default(),
+                };
+            }
+            Err(_) => self.inner.config.default_owner.clone(),
         };
         let start = Start {
             run_id: &fork,
@@ -246,10 +274,13 @@ impl LocalHost {
             owner: &owner,
             replay_of: Some(source),
         };
-        let active = self
-            .inner
-            .runs
-            .activate(&fork, &owner, Some(source.clone()), 0);
+        let active = self.inner.runs.activate(
+            self.inner.journal.as_ref(),
+            &fork,
+            &owner,
+            Some(source.clone()),
+            0,
+        );
         let outcome = match self
             .prepare(start, node, &input, Some(Script::default()))
             .await

@@ -3,6 +3,7 @@
 //! request. A refused request is not an attempt.
 
 use super::lock::lock;
+use crate::journal::Journal;
 use foldhash::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -32,20 +33,28 @@ pub(crate) struct Runs {
 }
 
 /// Keeps a run active while it lives: dropped (the node ended, or its task was aborted), the run
-/// is released.
+/// is released, and when it was the run's last node executing the journal hears the run ended
+/// (its retention may drop it from then on).
 pub(crate) struct Active<'a> {
     runs: &'a Runs,
+    journal: &'a dyn Journal,
     run: RunId,
 }
 
 impl Drop for Active<'_> {
     fn drop(&mut self) {
-        let mut runs = lock(&self.runs.runs);
-        if let Some(r) = runs.get_mut(&self.run) {
-            r.nodes = r.nodes.saturating_sub(1);
-            if r.nodes == 0 {
-                runs.remove(&self.run);
+        let ended = {
+            let mut runs = lock(&self.runs.runs);
+            match runs.get_mut(&self.run) {
+                Some(r) => {
+                    r.nodes = r.nodes.saturating_sub(1);
+                    r.nodes == 0 && runs.remove(&self.run).is_some()
+                }
+                None => false,
             }
+        };
+        if ended {
+            self.journal.run_ended(&self.run);
         }
     }
 }
@@ -72,13 +81,14 @@ impl Runs {
     /// A node of `run` starts: the run's record is kept while any of its nodes executes. The
     /// generations already charged to the run (`charged`) count against its ceiling: a
     /// redelivery does not reset it.
-    pub(crate) fn activate(
-        &self,
+    pub(crate) fn activate<'a>(
+        &'a self,
+        journal: &'a dyn Journal,
         run: &RunId,
         owner: &str,
         replay_of: Option<RunId>,
         charged: u32,
-    ) -> Active<'_> {
+    ) -> Active<'a> {
         let mut runs = lock(&self.runs);
         let entry = runs.entry(run.clone()).or_insert_with(|| ActiveRun {
             owner: owner.to_owned(),
@@ -92,6 +102,7 @@ impl Runs {
         entry.nodes += 1;
         Active {
             runs: self,
+            journal,
             run: run.clone(),
         }
     }

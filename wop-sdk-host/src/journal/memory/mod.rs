@@ -1,10 +1,16 @@
-//! The in-memory journal: the same contract as the SQLite one, for fast unit tests. Nothing
-//! survives the process.
+//! The in-memory journal: the same contract as the SQLite one, for tests and for a host that
+//! keeps nothing across restarts. Nothing survives the process, and a retention rule
+//! ([`Retention`], `retention.rs`) bounds what it holds in a long-lived one.
+
+mod retention;
+
+pub use retention::Retention;
 
 use super::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
 };
 use foldhash::{HashMap, HashSet};
+use retention::Ended;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
@@ -12,9 +18,11 @@ use wop_sdk::wire::{Event, RunEvent, rfc3339};
 
 #[derive(Default)]
 struct State {
-    runs: Vec<RunRecord>,
-    /// Position of each run in `runs`: registering and reading a run do not scan.
-    run_index: HashMap<String, usize>,
+    /// Each run's record, with the order it was registered in (`runs` lists them in it).
+    runs: HashMap<String, (u64, RunRecord)>,
+    next_run: u64,
+    /// The calls of each run: dropping a run does not scan.
+    run_calls: HashMap<RunId, Vec<AttemptKey>>,
     calls: HashMap<AttemptKey, Entry>,
     /// (run, attempt id) of every completed call: the lineage check does not scan.
     completed: HashSet<(RunId, String)>,
@@ -24,12 +32,31 @@ struct State {
     /// Sorted by call when read.
     charges: HashMap<AttemptKey, Charge>,
     leases: HashMap<AttemptKey, Lease>,
+    /// The runs with no node executing, oldest first, and what has been dropped.
+    ended: Ended,
 }
 
-/// A journal held in memory.
+impl State {
+    /// Forgets `run`: its record, calls, completions, events, charges and leases.
+    fn drop_run(&mut self, run: &RunId) {
+        self.runs.remove(run.as_str());
+        for key in self.run_calls.remove(run).unwrap_or_default() {
+            if let Some(entry) = self.calls.remove(&key) {
+                self.completed
+                    .remove(&(key.run_id.clone(), entry.attempt_id));
+            }
+            self.charges.remove(&key);
+            self.leases.remove(&key);
+        }
+        self.events.remove(run);
+    }
+}
+
+/// A journal held in memory, bounded by its [`Retention`].
 #[derive(Default)]
 pub struct MemoryJournal {
     state: Mutex<State>,
+    retention: Retention,
 }
 
 impl std::fmt::Debug for MemoryJournal {
@@ -41,9 +68,19 @@ impl std::fmt::Debug for MemoryJournal {
 }
 
 impl MemoryJournal {
-    /// An empty journal.
+    /// An empty journal with the default retention ([`Retention::default`]: the last 10 000
+    /// ended runs).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty journal that keeps ended runs as `retention` says, then drops them (their
+    /// calls, events and charges with them). A run with a node executing is never dropped.
+    pub fn with_retention(retention: Retention) -> Self {
+        Self {
+            state: Mutex::default(),
+            retention,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -70,6 +107,10 @@ fn push_events(state: &mut State, run: &RunId, events: impl IntoIterator<Item = 
 fn begin_in(s: &mut State, key: &AttemptKey, fingerprint: &Fingerprint, attempt_id: &str) -> Begin {
     match s.calls.get(key) {
         None => {
+            s.run_calls
+                .entry(key.run_id.clone())
+                .or_default()
+                .push(key.clone());
             s.calls.insert(
                 key.clone(),
                 Entry {
@@ -98,25 +139,29 @@ fn begin_in(s: &mut State, key: &AttemptKey, fingerprint: &Fingerprint, attempt_
 impl Journal for MemoryJournal {
     fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
         let mut s = self.lock();
-        if !s.run_index.contains_key(&run.run_id) {
-            let at = s.runs.len();
-            s.run_index.insert(run.run_id.clone(), at);
-            s.runs.push(run.clone());
+        if !s.runs.contains_key(&run.run_id) {
+            let at = s.next_run;
+            s.next_run += 1;
+            s.runs.insert(run.run_id.clone(), (at, run.clone()));
         }
+        // A run that ended and is begun again (a second node) is not dropped meanwhile.
+        s.ended.resume(&RunId::new(run.run_id.as_str()));
         ready(Ok(()))
     }
 
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
-        let s = self.lock();
-        ready(Ok(s
-            .run_index
+        ready(Ok(self
+            .lock()
+            .runs
             .get(run.as_str())
-            .and_then(|&at| s.runs.get(at))
-            .cloned()))
+            .map(|(_, r)| r.clone())))
     }
 
     fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
-        ready(Ok(self.lock().runs.clone()))
+        let s = self.lock();
+        let mut runs: Vec<_> = s.runs.values().collect();
+        runs.sort_unstable_by_key(|(at, _)| *at);
+        ready(Ok(runs.into_iter().map(|(_, r)| r.clone()).collect()))
     }
 
     fn begin<'a>(
@@ -293,5 +338,14 @@ impl Journal for MemoryJournal {
 
     fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
         ready(Ok(self.lock().calls.len() as u64))
+    }
+
+    fn run_ended(&self, run: &RunId) {
+        let mut s = self.lock();
+        let State { ended, .. } = &mut *s;
+        let due = ended.end(run, &self.retention);
+        for old in due {
+            s.drop_run(&old);
+        }
     }
 }
