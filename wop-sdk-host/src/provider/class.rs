@@ -11,6 +11,13 @@ use super::ProviderError;
 use std::fmt;
 
 /// What kind of failure a provider error is.
+///
+/// A provider's error text is private, but it starts with the class of the failure: the
+/// OpenAI-compatible provider writes `HTTP 404 Not Found: …` for a status, and `connection
+/// refused: …`, `DNS lookup failed: …`, `TLS handshake failed: …`, `connect timed out: …`,
+/// `connection failed: …`, `timed out: …` or `connection broken: …` for a request that got no
+/// status; [`ProviderError::class`] reads it back. [`FailureClass::what_to_check`] is the public
+/// sentence for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FailureClass {
@@ -132,7 +139,7 @@ impl ProviderError {
         matches!(self, Self::Transient { reached: false, .. }) || self.class().never_sent()
     }
 
-    /// The class of the failure, read from the start of its text (see the [module](self)).
+    /// The class of the failure, read from the start of its text (see [`FailureClass`]).
     pub fn class(&self) -> FailureClass {
         classify_text(self.text())
     }
