@@ -332,7 +332,7 @@ mod tests {
     fn a_call_summary_never_invents_a_zero() {
         let failed = call_summary(&call(3, None, None, "envelope_refusal"));
         assert!(
-            failed.starts_with("failed (envelope_refusal): 3 reserved and charged"),
+            failed.starts_with("failed (envelope_refusal): budget charge 3"),
             "{failed}"
         );
         assert!(
@@ -346,13 +346,16 @@ mod tests {
             None,
             wop_sdk::wire::ErrorCode::BudgetExhausted.as_str(),
         ));
-        assert!(refused.contains("never sent, nothing charged"), "{refused}");
+        assert!(
+            refused.contains("never sent, no budget charge, nothing billed"),
+            "{refused}"
+        );
         assert!(refused.contains("the budget doing its job"), "{refused}");
         let mut floor = call(2, Some(2), Some(40), "ok");
         floor.usage_complete = Some(false);
         assert_eq!(
             call_summary(&floor),
-            "2 requests, at least 40 output tokens (usage withheld), ok, charged 2"
+            "2 requests, at least 40 output tokens (usage withheld), ok, budget charge 2"
         );
         let no_tokens = call_summary(&call(1, Some(1), None, "ok"));
         assert!(no_tokens.contains("output tokens unknown"), "{no_tokens}");
