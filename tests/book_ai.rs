@@ -173,10 +173,10 @@ async fn charges_go_to_the_beneficiaries_and_progress_tells_the_story() {
     assert_eq!(report.charges["author-1"], (7, 40 + 1630 + 410));
     assert_eq!(report.charges["editor-7"], (1, 150));
     for expected in [
-        "outline: host retry, attempt 2 (schema-violation)",
-        "draft-1: host retry, attempt 2 (parse-error)",
+        "outline: host retry, request 2 (schema-violation)",
+        "draft-1: host retry, request 2 (parse-error)",
         "draft-1: reply truncated at 600 output tokens",
-        "draft-1: host retry, attempt 2 (truncation)",
+        "draft-1: host retry, request 2 (truncation)",
         "draft-1: provider request answered, 820 output tokens",
         "review-1: completed",
         "outline: provider request answered, output tokens unknown (the reply withheld its usage)",
@@ -389,7 +389,7 @@ async fn the_streamed_scene_grows_in_the_progress_and_a_host_retry_discards_it()
             "draft-1: call 0, attempt 2: 55 chars so far ...Quill climbed the lighthouse stairs with",
             "draft-1: call 0, attempt 2: 94 chars so far ...h the ledger under her arm. The lamp was",
             "draft-1: call 0, attempt 2: 136 chars so far ...ark for the first time in forty years.\"}",
-            "draft-1: call 0: stream complete, 136 chars",
+            "draft-1: call 0: stream complete, 136 chars (attempt 2)",
         ],
         "{lines:#?}"
     );
@@ -412,7 +412,7 @@ async fn the_streamed_scene_grows_in_the_progress_and_a_host_retry_discards_it()
     );
     assert_eq!(
         repair.last(),
-        Some(&"draft-1: call 1: stream complete, 433 chars")
+        Some(&"draft-1: call 1: stream complete, 433 chars (attempt 2)")
     );
     // The scene is the stream's terminal result, not its fragments.
     let scene = &report.drafts[0].scenes[0];

@@ -419,20 +419,32 @@ fn a_thrown_non_error_fails_the_node_with_protocol_error() {
 }
 
 #[test]
-fn a_host_error_keeps_its_code_behind_the_sdks() {
-    let outcome = malformed(
-        json!([{"throwError": {"message": "429 from upstream, key sk-123", "code": "provider_rate_limited"}}]),
-        json!({}),
-    );
-    assert_eq!(
-        outcome["error"]["code"],
-        ErrorCode::UpstreamUnavailable.as_str(),
-        "{outcome:#}"
-    );
-    assert!(
-        !outcome.to_string().contains("sk-123"),
-        "the host's message stays private"
-    );
+fn a_host_error_keeps_its_code_and_message_behind_the_sdks() {
+    // The host's own code and message reach the user (they say what to fix); a key in the
+    // message does not.
+    for (code, message, sdk, kept) in [
+        (
+            "provider_rate_limited",
+            "429 from upstream, key sk-123",
+            ErrorCode::UpstreamUnavailable,
+            "(host: provider_rate_limited: 429 from upstream, key <redacted>)",
+        ),
+        (
+            "byok_required",
+            "No credential available for provider openai",
+            ErrorCode::CapabilityNotProvided,
+            "(host: byok_required: No credential available for provider openai)",
+        ),
+    ] {
+        let outcome = malformed(
+            json!([{"throwError": {"message": message, "code": code}}]),
+            json!({}),
+        );
+        assert_eq!(outcome["error"]["code"], sdk.as_str(), "{outcome:#}");
+        let said = outcome["error"]["message"].as_str().unwrap_or_default();
+        assert!(said.contains(kept), "{outcome:#}");
+        assert!(!outcome.to_string().contains("sk-123"), "{outcome:#}");
+    }
 }
 
 #[test]

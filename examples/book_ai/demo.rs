@@ -56,6 +56,18 @@ pub fn demo_brief() -> BookBrief {
     }
 }
 
+/// How the demo reports: as `run` does, `--report FILE.svg`, `--json` and `-v`.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Also write the picture (an SVG file).
+    pub report: Option<std::path::PathBuf>,
+    /// The report as JSON on standard output ([`BookReport::to_json`]); progress on standard
+    /// error.
+    pub json: bool,
+    /// Tracing on standard error (`-v` info, `-vv` debug, `-vvv` trace; `RUST_LOG` wins).
+    pub verbose: u8,
+}
+
 /// The bundled script, parsed.
 pub fn bundled_script() -> Result<Script, String> {
     let v: Value =
@@ -63,17 +75,28 @@ pub fn bundled_script() -> Result<Script, String> {
     Script::from_json(&v).map_err(|e| format!("script.json: {e}"))
 }
 
-/// The demo: the estimate, the run with progress lines, the report; with `report`, the picture
-/// too (an SVG file). With `provider` (an OpenAI-compatible server, and whether to ask for native
+/// The demo: the estimate, the run with progress lines, the report (as JSON with `json`); with
+/// `report`, the picture too (an SVG file). With `provider` (an OpenAI-compatible server, and whether to ask for native
 /// structured output), the book is written by that model instead of the bundled script. Exit 0
 /// when the book completed, 1 when a node failed or the run was refused.
 pub async fn main(
-    report: Option<std::path::PathBuf>,
+    options: Options,
     provider: Option<(wop_sdk_host::provider::openai::OpenAiProvider, bool)>,
 ) -> std::process::ExitCode {
+    let Options {
+        report,
+        json,
+        verbose,
+    } = options;
+    wop_sdk_host::cli::install_tracing(verbose);
     let brief = demo_brief();
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
-    let progress = Progress::stdout();
+    // With --json standard output is the report alone: progress goes to standard error.
+    let progress = if json {
+        Progress::stderr()
+    } else {
+        Progress::stdout()
+    };
     let result = match provider {
         Some((p, native)) => {
             let fit = p.clone();
@@ -98,13 +121,24 @@ pub async fn main(
             std::process::ExitCode::FAILURE
         }
         Ok(book) => {
-            say(&format!("\n{book}"));
+            if json {
+                let text = serde_json::to_string_pretty(&book.to_json())
+                    .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+                say(&text);
+            } else {
+                say(&format!("\n{book}"));
+            }
             if let Some(path) = report {
                 if let Err(e) = book.chart().save(&path) {
                     eprintln!("error: --report {}: cannot write: {e}", path.display());
                     return std::process::ExitCode::FAILURE;
                 }
-                say(&format!("The picture: {}", path.display()));
+                let line = format!("The picture: {}", path.display());
+                if json {
+                    eprintln!("{line}");
+                } else {
+                    say(&line);
+                }
             }
             if book.completed() {
                 std::process::ExitCode::SUCCESS

@@ -25,21 +25,37 @@ fn main() -> ExitCode {
         && !args
             .iter()
             .any(|a| a == "--node" || a.starts_with("--node=") || a == "--help" || a == "-h");
-    let (report, flags): (Option<std::path::PathBuf>, Vec<String>) = match &args[1..] {
-        [] => (None, Vec::new()),
-        [flag, path] if flag == "--report" => (Some(path.into()), Vec::new()),
+    let mut options = demo::Options::default();
+    let flags: Vec<String> = match &args[1..] {
+        [] => Vec::new(),
+        [flag, path] if flag == "--report" => {
+            options.report = Some(path.into());
+            Vec::new()
+        }
         [_, rest @ ..] if demo_run => {
-            let mut report = None;
+            // `--report`, `--json` and `-v` are the demo's, as they are `run`'s; the rest are
+            // the provider flags of `run`.
             let mut flags = Vec::new();
             let mut it = rest.iter();
             while let Some(a) = it.next() {
-                match a.strip_prefix("--report") {
-                    Some("") => report = it.next().map(std::path::PathBuf::from),
-                    Some(v) if v.starts_with('=') => report = Some(v[1..].into()),
-                    _ => flags.push(a.clone()),
+                match a.as_str() {
+                    "--json" => options.json = true,
+                    "--verbose" => options.verbose += 1,
+                    v if v.len() > 1
+                        && v.starts_with('-')
+                        && !v.starts_with("--")
+                        && v[1..].chars().all(|c| c == 'v') =>
+                    {
+                        options.verbose += u8::try_from(v.len() - 1).unwrap_or(u8::MAX);
+                    }
+                    _ => match a.strip_prefix("--report") {
+                        Some("") => options.report = it.next().map(std::path::PathBuf::from),
+                        Some(v) if v.starts_with('=') => options.report = Some(v[1..].into()),
+                        _ => flags.push(a.clone()),
+                    },
                 }
             }
-            (report, flags)
+            flags
         }
         _ => return wop_sdk_host::cli::main(pack::pack()),
     };
@@ -63,7 +79,7 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
     {
-        Ok(rt) => rt.block_on(demo::main(report, provider)),
+        Ok(rt) => rt.block_on(demo::main(options, provider)),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             ExitCode::FAILURE

@@ -79,7 +79,9 @@ fn a_failed_call_shows_what_was_reserved_and_what_was_sent_never_a_made_up_zero(
     assert_eq!(code(&o), 1);
     let text = stdout(&o);
     assert!(
-        text.contains("3 reserved and charged (a failed call is charged its worst case)"),
+        text.contains(
+            "budget charge 3 (a failed call keeps its worst case reserved in the node's budget"
+        ),
         "{text}"
     );
     assert!(
@@ -87,7 +89,7 @@ fn a_failed_call_shows_what_was_reserved_and_what_was_sent_never_a_made_up_zero(
         "{text}"
     );
     assert!(
-        text.contains("sent to the provider: 3 requests, 4400 output tokens"),
+        text.contains("received by the provider: 3 requests, 4400 output tokens"),
         "{text}"
     );
     assert!(!text.contains(" 0 output tokens"), "{text}");

@@ -12,8 +12,8 @@ fn without_arguments_the_demo_runs_and_exits_0() {
         "Estimate (host ceiling 3",
         "w/o 0248: a host without callAccounting, each structured call charged 4",
         "Progress",
-        "draft-1: host retry, attempt 2 (truncation)",
-        "Charges per beneficiary",
+        "draft-1: host retry, request 2 (truncation)",
+        "Billed per beneficiary",
         "[drafted] Hale questions the ferryman at dawn",
     ] {
         assert!(out.contains(expected), "missing `{expected}` in:\n{out}");

@@ -147,3 +147,47 @@ async fn cli_run_node_with_openai_and_tracing() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("`--model M` or set `OPENAI_MODEL`"));
 }
+
+/// The demo takes `-v` and `--json` as `run` does: the report as JSON on standard output (its
+/// provider counts equal the server's log), progress and the spans on standard error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_run_takes_verbose_and_json() {
+    let server = Server::start().await;
+    let steps: Value = serde_json::from_str(demo::SCRIPT).expect("script.json");
+    server.push(steps.as_array().expect("steps").iter().map(scripted));
+    let args = [
+        "run",
+        "--provider",
+        "openai",
+        "--base-url",
+        &server.base_url(),
+        "--model",
+        "test-model",
+        "-v",
+        "--json",
+    ];
+    let o = book_ai(args.iter().map(|s| (*s).to_owned()).collect()).await;
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    );
+    assert!(o.status.success(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(v["completed"], true, "{v:#}");
+    let nodes = v["nodes"].as_array().expect("nodes");
+    let received: u64 = nodes
+        .iter()
+        .map(|n| n["provider"]["requests"].as_u64().expect("a count"))
+        .sum();
+    assert_eq!(received as usize, server.received().len(), "{v:#}");
+    // The outline's reply withheld its usage: unknown stays unknown.
+    assert_eq!(nodes[0]["usageComplete"], false, "{v:#}");
+    assert_eq!(
+        v["billed"]["author-1"]["outputTokensComplete"], false,
+        "{v:#}"
+    );
+    for needle in ["wop.provider.request", "outline: started"] {
+        assert!(stderr.contains(needle), "`{needle}` missing:\n{stderr}");
+    }
+    assert!(!stdout.contains(KEY) && !stderr.contains(KEY));
+}

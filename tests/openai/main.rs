@@ -9,6 +9,8 @@
 //! RFC 0248 decides (a request that reached the provider counts, and reported no usage).
 
 mod command_line;
+mod counts;
+mod demo_progress;
 mod finish_reason;
 mod legs_over_http;
 mod provider_failures;

@@ -94,9 +94,59 @@ pub fn map_host_error(host_code: Option<&str>, details: Option<&Value>) -> Error
     ErrorEnvelope::new(sdk, message).with_detail("hostCode", code)
 }
 
+/// How much of the host's message is kept, in characters.
+pub(crate) const HOST_MESSAGE_KEPT: usize = 300;
+
+/// `public` with the host's own message in what the user sees: the sentence ends with `(host:
+/// {code}: {message})` and `details.hostMessage` holds it. The message is cut to
+/// [`HOST_MESSAGE_KEPT`] characters on one line, and anything that looks like a key (a word after
+/// `Bearer`, a word starting `sk-`) is replaced by `<redacted>`.
+pub(crate) fn with_host_message(
+    mut public: ErrorEnvelope,
+    code: Option<&str>,
+    message: &str,
+) -> ErrorEnvelope {
+    let kept = bounded(&redact_keys(message));
+    if kept.is_empty() {
+        return public;
+    }
+    public.message = match code {
+        Some(code) => format!("{} (host: {code}: {kept})", public.message),
+        None => format!("{} (host: {kept})", public.message),
+    };
+    public.with_detail("hostMessage", kept)
+}
+
+/// `text` with bearer tokens and `sk-` keys replaced.
+pub(crate) fn redact_keys(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut after_bearer = false;
+    for word in text.split(' ') {
+        let bare = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
+        if after_bearer && !bare.is_empty() || bare.starts_with("sk-") {
+            out.push(word.replace(bare, "<redacted>"));
+        } else {
+            out.push(word.to_owned());
+        }
+        after_bearer = bare.eq_ignore_ascii_case("bearer");
+    }
+    out.join(" ")
+}
+
+/// One line of at most [`HOST_MESSAGE_KEPT`] characters (an ellipsis marks a cut).
+fn bounded(text: &str) -> String {
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() <= HOST_MESSAGE_KEPT {
+        return line;
+    }
+    let mut cut: String = line.chars().take(HOST_MESSAGE_KEPT - 1).collect();
+    cut.push('…');
+    cut
+}
+
 #[cfg(test)]
 mod tests {
-    use super::map_host_error;
+    use super::{HOST_MESSAGE_KEPT, bounded, map_host_error, redact_keys, with_host_message};
     use serde_json::json;
     use wop_sdk::wire::ErrorCode;
 
@@ -136,5 +186,32 @@ mod tests {
     #[test]
     fn no_code_is_a_protocol_error() {
         assert_eq!(map_host_error(None, None).error, ErrorCode::ProtocolError);
+    }
+
+    #[test]
+    fn the_host_message_reaches_the_user_bounded_without_keys() {
+        let e = with_host_message(
+            map_host_error(Some("byok_required"), None),
+            Some("byok_required"),
+            "No credential available for provider openai",
+        );
+        assert_eq!(e.error, ErrorCode::CapabilityNotProvided);
+        assert!(
+            e.message
+                .ends_with("(host: byok_required: No credential available for provider openai)"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            e.details.as_ref().and_then(|d| d.get("hostCode")),
+            Some(&json!("byok_required"))
+        );
+        assert_eq!(
+            redact_keys("bad key sk-abc123, header Bearer tok_9.z was refused"),
+            "bad key <redacted>, header Bearer <redacted> was refused"
+        );
+        let long = "x".repeat(5000);
+        assert_eq!(bounded(&long).chars().count(), HOST_MESSAGE_KEPT);
+        assert_eq!(bounded("two\nlines"), "two lines");
     }
 }

@@ -85,7 +85,9 @@
 //! Rust: a result, or `{code, message, details}` for a thrown `AiProviderError`, any other
 //! thrown value, or a call that did not settle within the node's timeout (`ctx.config.timeoutMs`,
 //! else the pack's default). [`map_host_error`] maps the host's code to the SDK's (the host's
-//! own code is kept as `details.hostCode`; its message stays in the bridge's private record). A
+//! own code is kept as `details.hostCode`; its message, cut to 300 characters with keys
+//! redacted, ends the public message and is kept as `details.hostMessage`, since it is what says
+//! what to fix, e.g. openwop-app's `byok_required` "No credential available for provider …"). A
 //! node failure is thrown to the host as an `Error` whose `code` is the SDK's code, which the
 //! host records as `{status: 'failure', error: {code, message}}`.
 

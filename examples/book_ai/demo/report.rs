@@ -26,6 +26,9 @@ pub struct NodeRun {
     pub outcome: NodeOutcome,
     /// Requests the provider received for this node (its own count, not the runtime's).
     pub provider_requests: usize,
+    /// Requests sent for this node with no answer: whether the provider received them is
+    /// unknown, so `provider_requests` is then a floor.
+    pub provider_unanswered: usize,
 }
 
 impl NodeRun {
@@ -50,12 +53,26 @@ impl NodeRun {
         self.dispatched().map(|c| c.output_tokens).sum()
     }
 
-    /// False when any call reported `usageComplete: false`: the tokens are then a floor.
-    pub fn usage_complete(&self) -> bool {
-        self.outcome
+    /// `Some(false)` when a call reported `usageComplete: false` (the tokens are a floor),
+    /// `None` when a dispatched call reported nothing (a failed call carries no attempts: its
+    /// usage is unknown), `Some(true)` otherwise.
+    pub fn usage(&self) -> Option<bool> {
+        if self
+            .outcome
             .calls
             .iter()
-            .all(|c| c.usage_complete != Some(false))
+            .any(|c| c.usage_complete == Some(false))
+        {
+            return Some(false);
+        }
+        self.dispatched()
+            .all(|c| c.usage_complete.is_some())
+            .then_some(true)
+    }
+
+    /// True only when every dispatched call reported complete usage.
+    pub fn usage_complete(&self) -> bool {
+        self.usage() == Some(true)
     }
 
     /// Calls refused before dispatch because the budget could not cover their worst case.
@@ -72,7 +89,9 @@ impl NodeRun {
         ChartRow {
             node_id: self.outcome.node_id.clone(),
             estimate_requests: self.estimate.requests,
-            requests: u32::try_from(self.provider_requests).ok(),
+            requests: u32::try_from(self.provider_requests)
+                .ok()
+                .filter(|_| self.provider_unanswered == 0),
             estimate_output_tokens: self.estimate.output_tokens,
             output_tokens: self.output_tokens(),
             output_tokens_floor: !self.usage_complete(),
@@ -92,7 +111,8 @@ pub struct BookReport {
     pub estimate: Estimate,
     /// The node executions, in order.
     pub nodes: Vec<NodeRun>,
-    /// Charges per beneficiary: (generations, output tokens).
+    /// The user's bill per beneficiary, from the host's ledger: (generations, output tokens; the
+    /// tokens are a floor when a node's usage is not known complete).
     pub charges: BTreeMap<String, (u32, u64)>,
     /// What the provider was sent, to compare its own record with the report.
     pub provider: Sent,
@@ -108,6 +128,56 @@ impl BookReport {
     /// Whether every node completed.
     pub fn completed(&self) -> bool {
         self.nodes.iter().all(|n| n.outcome.result.is_ok())
+    }
+
+    /// The report as JSON: per node its estimate, status, output or error, calls (a figure the
+    /// host did not report is `null`), budget charge and what the provider received; the bill per
+    /// beneficiary (`outputTokensComplete: false` when the tokens are a floor).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let floor = self.nodes.iter().any(|n| !n.usage_complete());
+        let nodes: Vec<_> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let o = &n.outcome;
+                let (status, output, error) = match &o.result {
+                    Ok(v) => ("completed", Some(v.clone()), None),
+                    Err(e) => ("failed", None, Some(e)),
+                };
+                json!({
+                    "nodeId": o.node_id,
+                    "status": status,
+                    "output": output,
+                    "error": error,
+                    "estimate": n.estimate,
+                    "calls": o.calls,
+                    "requests": n.requests(),
+                    "outputTokens": n.output_tokens(),
+                    "usageComplete": n.usage(),
+                    "budget": {"charged": o.budget.used, "maxCalls": o.budget.max_calls},
+                    "provider": {"requests": n.provider_requests,
+                                 "noAnswer": n.provider_unanswered},
+                })
+            })
+            .collect();
+        let billed: serde_json::Map<String, serde_json::Value> = self
+            .charges
+            .iter()
+            .map(|(who, (generations, tokens))| {
+                (
+                    who.clone(),
+                    json!({"generations": generations, "outputTokens": tokens,
+                           "outputTokensComplete": !floor}),
+                )
+            })
+            .collect();
+        json!({
+            "runId": self.run_id.as_str(),
+            "completed": self.completed(),
+            "nodes": nodes,
+            "billed": billed,
+        })
     }
 
     /// The picture: estimate against actual per node.
@@ -145,7 +215,7 @@ impl fmt::Display for BookReport {
             "est. tok",
             "out tok",
             "usage",
-            "budget",
+            "budget charge",
         ]);
         for i in 1..=6 {
             if let Some(c) = t.column_mut(i) {
@@ -154,20 +224,24 @@ impl fmt::Display for BookReport {
         }
         let (mut er, mut r, mut p, mut et, mut tok) = (0, Some(0), 0, 0, Some(0));
         let mut floor = false;
+        let mut p_floor = false;
         for n in &self.nodes {
             let b = n.outcome.budget;
             t.add_row([
                 n.outcome.node_id.clone(),
                 n.estimate.requests.to_string(),
                 figure(n.requests().map(u64::from), false),
-                n.provider_requests.to_string(),
+                figure(
+                    u64::try_from(n.provider_requests).ok(),
+                    n.provider_unanswered > 0,
+                ),
                 n.refused_calls().to_string(),
                 n.estimate.output_tokens.to_string(),
                 figure(n.output_tokens(), !n.usage_complete()),
-                if n.usage_complete() {
-                    "complete"
-                } else {
-                    "incomplete"
+                match n.usage() {
+                    Some(true) => "complete",
+                    Some(false) => "incomplete",
+                    None => "unknown",
                 }
                 .to_owned(),
                 format!(
@@ -179,6 +253,7 @@ impl fmt::Display for BookReport {
             er += n.estimate.requests;
             r = r.zip(n.requests()).map(|(a, b)| a + b);
             p += n.provider_requests;
+            p_floor |= n.provider_unanswered > 0;
             et += n.estimate.output_tokens;
             tok = tok.zip(n.output_tokens()).map(|(a, b)| a + b);
             floor |= !n.usage_complete();
@@ -187,7 +262,7 @@ impl fmt::Display for BookReport {
             "total".to_owned(),
             er.to_string(),
             figure(r.map(u64::from), false),
-            p.to_string(),
+            figure(u64::try_from(p).ok(), p_floor),
             String::new(),
             et.to_string(),
             figure(tok, floor),
@@ -200,7 +275,8 @@ impl fmt::Display for BookReport {
         writeln!(
             f,
             "  (req: attempts.count as the host reported it; provider: requests the provider \
-             received; held back: calls the budget refused before dispatch)"
+             answered, `at least` when some were sent with no answer; held back: calls the budget \
+             refused before dispatch; budget charge: the node's own limit, not the user's bill)"
         )?;
 
         writeln!(f, "\nCalls")?;
@@ -219,9 +295,17 @@ impl fmt::Display for BookReport {
             }
         }
 
-        writeln!(f, "\nCharges per beneficiary")?;
+        // The user's bill (the host's ledger), not the nodes' budget charges above: a failed call
+        // keeps its worst case in its node's budget and is billed only what was generated.
+        writeln!(
+            f,
+            "\nBilled per beneficiary (what the user is charged; the budget column above is the \
+             nodes' own limit)"
+        )?;
+        let floor = self.nodes.iter().any(|n| !n.usage_complete());
         for (who, (generations, tokens)) in &self.charges {
             let plural = if *generations == 1 { "" } else { "s" };
+            let tokens = figure(Some(*tokens), floor);
             writeln!(
                 f,
                 "  {who:<10} {generations} generation{plural}, {tokens} output tokens"

@@ -19,7 +19,10 @@ use wop_sdk::node::DynNode;
 use wop_sdk::{Capabilities, Estimate, Node, RunId};
 use wop_sdk_host::cli::{Progress, WatchedProvider};
 use wop_sdk_host::journal::Journal;
-use wop_sdk_host::local::{LocalConfig, LocalHost, Provider, RunOptions, Script, ScriptedProvider};
+use wop_sdk_host::local::{
+    LocalConfig, LocalHost, Provider, ProviderError, ProviderRequest, RunOptions, Script,
+    ScriptedProvider,
+};
 
 /// The run refused to start: some node's worst case does not fit its `max_calls`.
 #[derive(Debug)]
@@ -133,7 +136,12 @@ async fn run_book_on(
         // Every answer the provider gives gets a line, including a reply that withheld its usage
         // (no `provider.usage` event says anything about it).
         .provider(WatchedProvider::new(provider, move |request, answer| {
-            record.push(request);
+            // A request that never reached the server (refused, DNS, TLS) was not received.
+            match answer {
+                Err(e) if e.never_sent() => {}
+                Err(ProviderError::NoAnswer(_)) => record.push(request, false),
+                _ => record.push(request, true),
+            }
             on_reply.reply(request, answer);
         }))
         .journal(journal)
@@ -246,13 +254,11 @@ impl Book {
         };
         let outcome = self.host.run_with(node, input, options).await;
         let run_id = self.run_id.get_or_insert_with(|| outcome.run_id.clone());
-        let provider_requests = self
-            .report
-            .provider
-            .requests_of(run_id)
-            .iter()
-            .filter(|r| r.node_id == node_id)
-            .count();
+        let count = |requests: Vec<ProviderRequest>| {
+            requests.iter().filter(|r| r.node_id == node_id).count()
+        };
+        let provider_requests = count(self.report.provider.requests_of(run_id));
+        let provider_unanswered = count(self.report.provider.unanswered_of(run_id));
         let estimate = self
             .report
             .estimate
@@ -293,6 +299,7 @@ impl Book {
             estimate,
             outcome,
             provider_requests,
+            provider_unanswered,
         });
         output
     }

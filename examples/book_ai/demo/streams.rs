@@ -1,5 +1,7 @@
-//! The progress lines of a streamed call: each fragment shows the scene so far, a host retry
-//! discards what was shown, and the closing chunk says how the stream ended.
+//! The progress lines of a streamed call: each fragment shows the scene so far (on a terminal,
+//! or to a sink; on plain output to a file or a pipe, fragments get no line of their own), a host
+//! retry discards what was shown, and the closing chunk says how the stream ended: a summary line
+//! per attempt.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -20,10 +22,18 @@ struct Shown {
 }
 
 impl Streams {
-    /// The event's own progress line, then the stream's, if it is part of one.
+    /// The event's own progress line, then the stream's, if it is part of one. On plain output
+    /// (not a terminal) a fragment gets no line: each attempt ends with one (discarded, failed or
+    /// complete, with its size).
     pub fn event(&self, progress: &Progress, e: &RunEvent) {
         progress.event(e);
-        for line in self.lines(e) {
+        let fragment =
+            e.kind() == "output.chunk" && e.payload().get("isLast") != Some(&Value::Bool(true));
+        let lines = self.lines(e);
+        if fragment && progress.is_plain() {
+            return;
+        }
+        for line in lines {
             progress.line(&line);
         }
     }
@@ -68,13 +78,14 @@ impl Streams {
         if payload.get("isLast") == Some(&Value::Bool(true)) {
             let shown = open.remove(&node).unwrap_or_default();
             let chars = shown.text.chars().count();
+            let attempt = shown.attempt.max(1);
             return vec![if payload.get("x-failed").is_some() {
                 format!(
                     "{node}: call {call}: the stream failed after {chars} chars: fragments discarded, \
                      the call failed"
                 )
             } else {
-                format!("{node}: call {call}: stream complete, {chars} chars")
+                format!("{node}: call {call}: stream complete, {chars} chars (attempt {attempt})")
             }];
         }
         let attempt = num("x-attempt").unwrap_or(1);

@@ -48,6 +48,7 @@ mod output;
 mod progress;
 mod provider;
 mod render;
+mod reply;
 pub mod report;
 mod run;
 #[cfg(test)]
@@ -62,10 +63,11 @@ use clap::FromArgMatches;
 pub use error::CliError;
 use inputs::{Input, JournalUse, find, open_journal, plan_of, read_input};
 use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
-pub use progress::{Progress, colors_wanted, elapsed_column, progress_line, reply_line};
+pub use progress::{Progress, colors_wanted, elapsed_column, progress_line};
 pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
 pub use render::{call_summary, estimate_table};
 use render::{conformance_table, render_events, render_outcome};
+pub use reply::reply_line;
 use serde_json::{Map, Value, json};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -77,6 +79,13 @@ use wop_sdk::caps::Capabilities;
 use wop_sdk::host::RunId;
 use wop_sdk::manifest::Pack;
 use wop_sdk::node::{DynNode, NodeOutcome};
+
+/// Installs the command line's tracing subscriber, as `-v` does (0: errors only, 1: info, 2:
+/// debug, 3: trace; `RUST_LOG` wins), for a pack's own demo that takes `-v`. A second call
+/// leaves the first subscriber in place.
+pub fn install_tracing(verbose: u8) {
+    trace::install(verbose);
+}
 
 /// A line on standard error; a closed standard error is not worth a panic.
 fn note(line: &str) {

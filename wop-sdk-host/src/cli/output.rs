@@ -62,19 +62,36 @@ pub(super) fn print_json(out: &mut dyn Write, v: &impl Serialize) -> io::Result<
     out.write_all(b"\n")
 }
 
-/// What the provider itself received for one node: every request, answered or not.
+/// What the provider itself received for one node, counted from what happened to each request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sent {
-    /// Requests sent to the provider.
+    /// Requests the provider answered (a reply or an error status): known to have reached it.
     pub requests: u32,
-    /// Of those, requests the provider failed (no reply to use).
+    /// Of those, requests the provider answered with an error (no reply to use).
     pub failed: u32,
-    /// Output tokens the replies reported, summed.
-    pub output_tokens: u64,
+    /// Requests sent that got no answer (a timeout, a connection closed after sending): whether
+    /// the provider received them, and generated anything, is unknown. Not in `requests`.
+    pub no_answer: u32,
+    /// Requests that never reached the provider (connection refused, DNS, TLS handshake): not
+    /// received, not in `requests`.
+    pub not_sent: u32,
+    /// Output tokens the replies reported, summed; `null` when requests were received and no
+    /// reply reported its output tokens (unknown, never 0).
+    pub output_tokens: Option<u64>,
     /// False when a reply withheld its usage or a request got no reply: `output_tokens` is then
     /// a floor.
     pub usage_complete: bool,
+}
+
+impl Sent {
+    fn nothing() -> Self {
+        Self {
+            output_tokens: Some(0),
+            usage_complete: true,
+            ..Self::default()
+        }
+    }
 }
 
 /// Per node id, what the provider received, fed by a [`super::WatchedProvider`].
@@ -88,20 +105,32 @@ impl SentLog {
         answer: &Result<ProviderReply, ProviderError>,
     ) {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let s = map.entry(request.node_id.clone()).or_insert(Sent {
-            usage_complete: true,
-            ..Sent::default()
-        });
-        s.requests += 1;
-        match answer
-            .as_ref()
-            .map(|r| r.usage.and_then(|u| u.output_tokens))
-        {
-            Ok(Some(t)) => s.output_tokens += t,
-            Ok(None) => s.usage_complete = false,
-            Err(_) => {
-                s.failed += 1;
+        let s = map
+            .entry(request.node_id.clone())
+            .or_insert_with(Sent::nothing);
+        let reported = |s: &mut Sent, n: Option<u64>| match n {
+            Some(t) => s.output_tokens = Some(s.output_tokens.unwrap_or(0) + t),
+            None => {
                 s.usage_complete = false;
+                if s.output_tokens == Some(0) {
+                    s.output_tokens = None;
+                }
+            }
+        };
+        match answer {
+            Err(e) if e.never_sent() => s.not_sent += 1,
+            Err(ProviderError::NoAnswer(_)) => {
+                s.no_answer += 1;
+                reported(s, None);
+            }
+            Err(_) => {
+                s.requests += 1;
+                s.failed += 1;
+                reported(s, None);
+            }
+            Ok(reply) => {
+                s.requests += 1;
+                reported(s, reply.usage.and_then(|u| u.output_tokens));
             }
         }
     }
@@ -113,10 +142,7 @@ impl SentLog {
             .unwrap_or_else(PoisonError::into_inner)
             .get(node_id)
             .copied()
-            .unwrap_or(Sent {
-                usage_complete: true,
-                ..Sent::default()
-            })
+            .unwrap_or_else(Sent::nothing)
     }
 }
 

@@ -13,7 +13,7 @@ use wop_sdk::wire::{RunEvent, kind};
 /// One progress line for a run event, `None` for events not worth a line.
 ///
 /// A provider request whose reply withheld its usage emits no `provider.usage`: its line comes
-/// from [`reply_line`], through a [`super::WatchedProvider`]. A figure the event does not carry is
+/// from [`super::reply_line`], through a [`super::WatchedProvider`]. A figure the event does not carry is
 /// written `unknown`, never 0.
 pub fn progress_line(e: &RunEvent) -> Option<String> {
     let p = &e.payload();
@@ -35,12 +35,12 @@ pub fn progress_line(e: &RunEvent) -> Option<String> {
             None => format!("{node}: reply truncated (output tokens unknown)"),
         },
         kind::RETRY_ATTEMPTED => format!(
-            "{node}: host retry, attempt {} ({})",
+            "{node}: host retry, request {} ({})",
             num("attempt"),
             text("reason")
         ),
         kind::RETRY_EXHAUSTED => format!(
-            "{node}: host retries exhausted after {} attempts ({})",
+            "{node}: host retries exhausted after {} attempts that reached the provider ({})",
             num("totalAttempts"),
             text("finalReason")
         ),
@@ -56,28 +56,6 @@ pub fn progress_line(e: &RunEvent) -> Option<String> {
         ),
         _ => return None,
     })
-}
-
-/// The progress line for a provider's answer that no run event describes: a reply that withheld
-/// its usage (no `provider.usage` follows it) or a request the provider failed. `None` for a
-/// reply with usage, whose `provider.usage` event has the line.
-///
-/// The provider's error text is private to the host's diagnostics and is never shown.
-pub fn reply_line(
-    request: &ProviderRequest,
-    answer: &Result<ProviderReply, ProviderError>,
-) -> Option<String> {
-    let node = &request.node_id;
-    match answer {
-        Ok(reply) if reply.usage.and_then(|u| u.output_tokens).is_some() => None,
-        Ok(_) => Some(format!(
-            "{node}: provider request answered, output tokens unknown (the reply withheld its usage)"
-        )),
-        Err(_) => Some(format!(
-            "{node}: provider request failed, no reply to use (attempt {})",
-            request.attempt
-        )),
-    }
 }
 
 /// Whether to colour output: a terminal (or `CLICOLOR_FORCE` set to anything but `0`), and
@@ -241,6 +219,12 @@ impl Progress {
         Self::with(Out::Hidden, false)
     }
 
+    /// Whether lines go, plain, to a stream that is not a terminal (a file, a pipe, a CI log):
+    /// there a streamed call is worth a summary line per attempt, not a line per fragment.
+    pub fn is_plain(&self) -> bool {
+        matches!(&*self.out(), Out::Plain(_))
+    }
+
     /// Whether lines are coloured.
     pub fn colored(&self) -> bool {
         self.0.color
@@ -282,9 +266,9 @@ impl Progress {
         }
     }
 
-    /// The line of a provider answer no event describes, if any ([`reply_line`]).
+    /// The line of a provider answer no event describes, if any ([`super::reply_line`]).
     pub fn reply(&self, request: &ProviderRequest, answer: &Result<ProviderReply, ProviderError>) {
-        if let Some(l) = reply_line(request, answer) {
+        if let Some(l) = super::reply_line(request, answer) {
             self.line(&l);
         }
     }

@@ -3,6 +3,7 @@
 //! ```text
 //! PACK run --node TYPE_ID --input FILE --provider openai [--base-url URL] [--model M]
 //!          [--api-key-env NAME] [--structured-output native|prompt] [--token-field FIELD]
+//!          [--timeout SECONDS]
 //! ```
 //!
 //! `--base-url` defaults to `OPENAI_BASE_URL`, else `https://api.openai.com/v1`; `--model` to
@@ -68,6 +69,10 @@ pub struct ProviderArgs {
     /// The request field for the output budget [default: max_tokens].
     #[arg(long, value_enum, value_name = "FIELD")]
     pub token_field: Option<TokenField>,
+    /// How long one provider request may take, the reply included, in seconds; past it the
+    /// request has no answer (its outcome is unknown, it is not repeated) [default: 120].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub timeout: Option<std::time::Duration>,
     /// The provider name the server answers to, when a pack names it in its calls (`ollama`,
     /// `vllm`, ...) [default: openai]. A call naming another provider is refused.
     #[arg(long, value_name = "NAME")]
@@ -115,6 +120,7 @@ impl ProviderArgs {
                     ("--structured-output", self.structured_output.is_some()),
                     ("--token-field", self.token_field.is_some()),
                     ("--provider-name", self.provider_name.is_some()),
+                    ("--timeout", self.timeout.is_some()),
                 ];
                 if let Some((flag, _)) = openai_only.iter().find(|(_, set)| *set) {
                     return Err(CliError::usage(format!(
@@ -208,6 +214,9 @@ impl ProviderArgs {
                 TokenField::MaxCompletionTokens => TokenLimitField::MaxCompletionTokens,
             });
         }
+        if let Some(t) = self.timeout {
+            config = config.timeout(t);
+        }
         OpenAiProvider::new(config)
             .map_err(|e| CliError::usage(format!("--api-key-env {key_var}: {}", e.message)))
     }
@@ -220,6 +229,16 @@ impl ProviderArgs {
              feature of wop-sdk)",
         ))
     }
+}
+
+/// `--timeout`: seconds, a positive finite number (`90`, `0.5`).
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{text}` is not a number of seconds above 0 (and at most 86400)"))
 }
 
 #[cfg(test)]
@@ -252,6 +271,17 @@ mod tests {
         assert!(parse(&[]).is_script());
         assert!(parse(&[]).host_builder_with(env(&[])).is_ok());
         assert!(error(&["--model", "m"], &[]).contains("--model configures"));
+        assert!(error(&["--timeout", "5"], &[]).contains("--timeout configures"));
+    }
+
+    #[test]
+    fn timeout_is_positive_seconds() {
+        let t = |a: &str| parse_seconds(a);
+        assert_eq!(t("0.5"), Ok(std::time::Duration::from_millis(500)));
+        assert_eq!(t("90"), Ok(std::time::Duration::from_secs(90)));
+        for bad in ["0", "-1", "abc", "NaN", "inf", "1e9"] {
+            assert!(t(bad).expect_err(bad).contains("seconds"), "{bad}");
+        }
     }
 
     #[test]

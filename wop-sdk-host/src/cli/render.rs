@@ -122,7 +122,10 @@ pub fn call_summary(c: &CallReport) -> String {
         } else {
             "refused before dispatch"
         };
-        return format!("{}: never sent, nothing charged ({why}){retry}", c.status);
+        return format!(
+            "{}: never sent, no budget charge, nothing billed ({why}){retry}",
+            c.status
+        );
     }
     match c.requests {
         Some(n) => {
@@ -132,19 +135,20 @@ pub fn call_summary(c: &CallReport) -> String {
                 (None, _) => "output tokens unknown".to_owned(),
             };
             format!(
-                "{}, {tokens}, {}, charged {}{retry}",
+                "{}, {tokens}, {}, budget charge {}{retry}",
                 requests(n),
                 c.status,
                 c.charged
             )
         }
         None if c.status == "ok" || c.status == "invalid_output" => format!(
-            "{}, requests and output tokens unknown (the host reports no attempts), charged {} \
-             (the worst case){retry}",
+            "{}, requests and output tokens unknown (the host reports no attempts), budget \
+             charge {} (the worst case){retry}",
             c.status, c.charged
         ),
         None => format!(
-            "failed ({}): {} reserved and charged (a failed call is charged its worst case); \
+            "failed ({}): budget charge {} (a failed call keeps its worst case reserved in the \
+             node's budget; what the user is billed is another figure); \
              requests and output tokens unknown to the node (a failed call carries no \
              attempts){retry}",
             c.status, c.charged
@@ -176,7 +180,7 @@ pub(super) fn render_outcome(
         .map_or_else(|| "no limit".to_owned(), |m| m.to_string());
     writeln!(
         out,
-        "  budget: {} charged of max_calls {max}{}",
+        "  node budget: {} charged of max_calls {max}{}",
         b.charged,
         if b.charged_worst_case > 0 {
             format!(
@@ -198,20 +202,37 @@ pub(super) fn render_outcome(
     Ok(())
 }
 
-/// What the provider itself received, in words.
+/// What the provider itself received, in words: requests it answered (known received; of which
+/// answered with an error), the output tokens (`unknown` when no reply reported them, `at least`
+/// when some did not), requests sent with no answer (whether received is unknown) and requests
+/// that never reached it.
 pub(super) fn sent_summary(s: &Sent) -> String {
-    if s.requests == 0 {
+    if s.requests == 0 && s.not_sent == 0 && s.no_answer == 0 {
         return "sent to the provider: nothing".to_owned();
     }
-    let tokens = if s.usage_complete {
-        format!("{} output tokens", s.output_tokens)
-    } else {
-        format!(
-            "at least {} output tokens (a reply withheld its usage)",
-            s.output_tokens
-        )
-    };
-    format!("sent to the provider: {}, {tokens}", requests(s.requests))
+    let mut text = format!("received by the provider: {}", requests(s.requests));
+    if s.failed > 0 {
+        text.push_str(&format!(" ({} answered with an error)", s.failed));
+    }
+    text.push_str(&match (s.output_tokens, s.usage_complete) {
+        _ if s.requests == 0 && s.no_answer == 0 => String::new(),
+        (Some(n), true) => format!(", {n} output tokens"),
+        (Some(n), false) => format!(", at least {n} output tokens (usage unknown for some)"),
+        (None, _) => ", output tokens unknown (no reply reported its usage)".to_owned(),
+    });
+    if s.no_answer > 0 {
+        text.push_str(&format!(
+            "; sent with no answer (whether the provider received it is unknown): {}",
+            requests(s.no_answer)
+        ));
+    }
+    if s.not_sent > 0 {
+        text.push_str(&format!(
+            "; never reached the provider: {}",
+            requests(s.not_sent)
+        ));
+    }
+    text
 }
 
 fn write_indented(out: &mut dyn Write, v: &Value, indent: &str) -> std::io::Result<()> {
@@ -311,7 +332,7 @@ mod tests {
     fn a_call_summary_never_invents_a_zero() {
         let failed = call_summary(&call(3, None, None, "envelope_refusal"));
         assert!(
-            failed.starts_with("failed (envelope_refusal): 3 reserved and charged"),
+            failed.starts_with("failed (envelope_refusal): budget charge 3"),
             "{failed}"
         );
         assert!(
@@ -325,13 +346,16 @@ mod tests {
             None,
             wop_sdk::wire::ErrorCode::BudgetExhausted.as_str(),
         ));
-        assert!(refused.contains("never sent, nothing charged"), "{refused}");
+        assert!(
+            refused.contains("never sent, no budget charge, nothing billed"),
+            "{refused}"
+        );
         assert!(refused.contains("the budget doing its job"), "{refused}");
         let mut floor = call(2, Some(2), Some(40), "ok");
         floor.usage_complete = Some(false);
         assert_eq!(
             call_summary(&floor),
-            "2 requests, at least 40 output tokens (usage withheld), ok, charged 2"
+            "2 requests, at least 40 output tokens (usage withheld), ok, budget charge 2"
         );
         let no_tokens = call_summary(&call(1, Some(1), None, "ok"));
         assert!(no_tokens.contains("output tokens unknown"), "{no_tokens}");

@@ -146,6 +146,12 @@ impl Call<'_> {
                 sink.restart(attempt.number);
             }
             if !attempt.delay.is_zero() {
+                // The operator's view (-v): how long, before which request.
+                tracing::info!(
+                    wait_ms = u64::try_from(attempt.delay.as_millis()).unwrap_or(u64::MAX),
+                    request = attempt.number,
+                    "waiting before the next provider request (Retry-After or backoff)"
+                );
                 tokio::time::sleep(attempt.delay).await;
             }
             // Ceilings are enforced before dispatch: a refused request is not an attempt.
@@ -285,7 +291,7 @@ impl Call<'_> {
         }
         let public = ErrorEnvelope::new(
             ErrorCode::UpstreamUnavailable,
-            "the outcome of the provider dispatch is unknown; the call is not repeated and not charged",
+            "the outcome of the provider dispatch is unknown; the call is not repeated and not billed to the user",
         );
         Finished {
             outcome: Outcome::Failed {

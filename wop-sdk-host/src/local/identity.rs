@@ -21,7 +21,7 @@ use wop_sdk::wire::{CallAiRequest, CallAiResult, ErrorCode, ErrorEnvelope};
 fn unknown_outcome() -> ErrorEnvelope {
     ErrorEnvelope::new(
         ErrorCode::UpstreamUnavailable,
-        "the outcome of an earlier dispatch of this call is unknown; it is not repeated and not charged",
+        "the outcome of an earlier dispatch of this call is unknown; it is not repeated and not billed to the user",
     )
 }
 

@@ -5,11 +5,13 @@
 //! - [`mock`]: the scripted provider (the conformance script), for tests and demos;
 //! - [`openai`] (feature `openai`): an OpenAI-compatible Chat Completions server.
 
+pub(crate) mod class;
 mod layer;
 pub mod mock;
 #[cfg(feature = "openai")]
 pub mod openai;
 
+pub use class::FailureClass;
 pub use layer::ProviderLayer;
 
 /// How long a provider waits for an answer by default (the local host's `provider_timeout`):

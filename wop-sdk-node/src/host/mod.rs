@@ -14,7 +14,7 @@ mod tests;
 pub use config::NodeConfig;
 pub use document::{HostKind, OPENWOP_APP_SNAPSHOT, host_document};
 
-use crate::errors::map_host_error;
+use crate::errors::{map_host_error, with_host_message};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -146,7 +146,11 @@ impl JsHost {
                 if let Some(thrown) = error.get("thrown").and_then(Value::as_str) {
                     public = public.with_detail("thrown", thrown);
                 }
-                // The host's message may hold provider diagnostics: it stays out of the envelope.
+                // The host's own message is what tells the user what to fix ("No credential
+                // available for provider …"): kept, bounded, keys cut out.
+                if let Some(message) = error.get("message").and_then(Value::as_str) {
+                    public = with_host_message(public, code, message);
+                }
                 return Err(self.fail(public));
             }
             let mut result = answer

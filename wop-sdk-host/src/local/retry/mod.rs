@@ -24,6 +24,7 @@ mod types;
 
 pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal};
 
+use crate::provider::class::classify_text;
 use crate::provider::{ProviderError, ProviderReply};
 use classify::{Verdict, classify};
 use serde_json::Value;
@@ -54,6 +55,8 @@ pub(crate) struct RetryLoop {
     output_tokens: u64,
     generations: u32,
     last_miss: Option<Miss>,
+    /// The reasons of the misses so far, each once, in the order they first happened.
+    reasons: Vec<&'static str>,
     last_text: String,
     jitter: u64,
     /// How the schema is conveyed in the request in flight.
@@ -97,6 +100,7 @@ impl RetryLoop {
             output_tokens: 0,
             generations: 0,
             last_miss: None,
+            reasons: Vec::new(),
             last_text: String::new(),
             jitter: jitter | 1,
             mode: None,
@@ -167,14 +171,14 @@ impl RetryLoop {
             Verdict::Refused(text) => {
                 return Some(End::Failed {
                     code: ErrorCode::EnvelopeRefusal,
-                    message: "the provider refused the request",
+                    message: "the provider refused the request".into(),
                     cause: format!("refusal: {text}"),
                 });
             }
             Verdict::Unusable(cause) => {
                 return Some(End::Failed {
                     code: ErrorCode::UpstreamUnavailable,
-                    message: "the provider's reply cannot be used",
+                    message: "the provider's reply cannot be used".into(),
                     cause,
                 });
             }
@@ -192,7 +196,7 @@ impl RetryLoop {
                 if !transient {
                     return Some(End::Failed {
                         code: ErrorCode::UpstreamUnavailable,
-                        message: "the provider refused to serve the request",
+                        message: classify_text(&cause).what_to_check(),
                         cause,
                     });
                 }
@@ -208,6 +212,9 @@ impl RetryLoop {
             }
         };
         let reason = miss.reason();
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
         // Only a reply with text to convert goes on to the fallback; a truncation or a provider
         // error retries within the ordinary requests.
         let limit = match miss {
@@ -254,20 +261,12 @@ impl RetryLoop {
                 reason,
             });
         }
-        let (code, message) = match &last {
-            Some(Miss::Truncation) => (
-                ErrorCode::EnvelopeTruncationUnrecoverable,
-                "every attempt was truncated and retries ran out",
-            ),
-            Some(Miss::Provider(_)) => (
-                ErrorCode::UpstreamUnavailable,
-                "the provider failed and retries ran out",
-            ),
-            _ => (
-                ErrorCode::EnvelopeInvalid,
-                "no reply met the response schema and retries ran out",
-            ),
+        let code = match &last {
+            Some(Miss::Truncation) => ErrorCode::EnvelopeTruncationUnrecoverable,
+            Some(Miss::Provider(_)) => ErrorCode::UpstreamUnavailable,
+            _ => ErrorCode::EnvelopeInvalid,
         };
+        let message = self.exhausted_message(last.as_ref());
         let cause = match last {
             Some(Miss::Parse(e) | Miss::Schema(e) | Miss::Provider(e)) => e,
             _ => reason.to_owned(),
@@ -276,6 +275,33 @@ impl RetryLoop {
             code,
             message,
             cause,
+        }
+    }
+
+    /// The public sentence of a call whose retries ran out: the reasons that happened, and
+    /// for a provider failure what to check.
+    fn exhausted_message(&self, last: Option<&Miss>) -> String {
+        let advice = match last {
+            Some(Miss::Provider(cause)) => Some(classify_text(cause).what_to_check()),
+            _ => None,
+        };
+        match (self.reasons.as_slice(), advice) {
+            (["truncation"], _) => "every attempt was truncated and retries ran out".into(),
+            (
+                ["parse-error" | "schema-violation"]
+                | ["parse-error", "schema-violation"]
+                | ["schema-violation", "parse-error"],
+                _,
+            ) => "no reply met the response schema and retries ran out".into(),
+            ([_], Some(advice)) => format!("retries ran out: {advice}"),
+            (reasons, advice) => {
+                let mut m = format!("retries ran out after {}", reasons.join(", "));
+                if let Some(advice) = advice {
+                    m.push_str("; last: ");
+                    m.push_str(&advice);
+                }
+                m
+            }
         }
     }
 

@@ -125,7 +125,7 @@ pub(crate) enum End {
     /// A terminal failure: public code and sentence, private cause.
     Failed {
         code: ErrorCode,
-        message: &'static str,
+        message: String,
         cause: String,
     },
 }

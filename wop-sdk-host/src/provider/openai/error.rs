@@ -74,9 +74,14 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// The error for a request that got no status back.
+/// The error for a request that got no status back. The private text starts with the class of
+/// failure ([`ProviderError::class`] reads it back): `connection refused`, `DNS lookup failed`,
+/// `TLS handshake failed`, `connect timed out`, `connection failed` (before anything was sent),
+/// `timed out` or `connection broken` (after).
 pub(crate) fn transport(e: &reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
-    let message = redact(&chain(e), key);
+    let text = chain(e);
+    let class = transport_class(e, &text);
+    let message = redact(&format!("{class}: {text}"), key);
     if e.is_connect() {
         // Nothing was sent: the server cannot have generated anything.
         ProviderError::Transient {
@@ -93,10 +98,54 @@ pub(crate) fn transport(e: &reqwest::Error, key: Option<&ApiKey>) -> ProviderErr
 
 /// The error for a reply body that broke off (timeout, connection closed mid-body).
 pub(crate) fn body(e: &reqwest::Error, read: usize, key: Option<&ApiKey>) -> ProviderError {
+    let class = if e.is_timeout() {
+        "timed out"
+    } else {
+        "connection broken"
+    };
     ProviderError::NoAnswer(redact(
-        &format!("the reply broke off after {read} bytes: {}", chain(e)),
+        &format!(
+            "{class}: the reply broke off after {read} bytes: {}",
+            chain(e)
+        ),
         key,
     ))
+}
+
+/// The class of a failure that got no status back, from the error's kind and causes.
+fn transport_class(e: &reqwest::Error, text: &str) -> &'static str {
+    let mut refused = false;
+    let mut source = e.source();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            refused = true;
+        }
+        source = s.source();
+    }
+    let lower = text.to_ascii_lowercase();
+    if e.is_connect() {
+        if refused || lower.contains("connection refused") {
+            "connection refused"
+        } else if lower.contains("dns error") || lower.contains("failed to lookup") {
+            "DNS lookup failed"
+        } else if e.is_timeout() || lower.contains("timed out") {
+            "connect timed out"
+        } else if lower.contains("tls")
+            || lower.contains("certificate")
+            || lower.contains("handshake")
+            || lower.contains("corrupt message")
+        {
+            "TLS handshake failed"
+        } else {
+            "connection failed"
+        }
+    } else if e.is_timeout() {
+        "timed out"
+    } else {
+        "connection broken"
+    }
 }
 
 /// An error and its causes, on one line.

@@ -70,7 +70,11 @@
 //! `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`; also `server.address`,
 //! `http.response.status_code`, `error.type` (`transient`, `failed`, `no_answer`) and the
 //! OpenWOP `wop.run_id`, `wop.node_id`, `wop.attempt`, `wop.structured_output`. Nothing the server
-//! says, no prompt, no reply and no key is recorded. The library installs no subscriber.
+//! says, no prompt, no reply and no key is recorded on the span. A failed request also gives a
+//! `WARN` event with `error.class` ([`FailureClass`](crate::provider::FailureClass)) and `cause`,
+//! the private text (the status and the start of the server's error body, at most 512 bytes, the
+//! key cut out): the operator's view, shown by the command line at `-v`. The library installs no
+//! subscriber.
 
 mod config;
 mod error;
@@ -424,7 +428,14 @@ fn trace_outcome(span: &tracing::Span, result: &Result<ProviderReply, ProviderEr
                 ProviderError::NoAnswer(_) => "no_answer",
             };
             span.record("error.type", kind);
-            tracing::warn!(error.type = kind, "provider request failed");
+            // The operator's view (`-v`): the class and the private text (the status, the start
+            // of the server's error body, bounded, keys cut out). Never on the span.
+            tracing::warn!(
+                error.type = kind,
+                error.class = e.class().name(),
+                cause = e.text(),
+                "provider request failed"
+            );
         }
     }
 }
