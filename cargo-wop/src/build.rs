@@ -88,7 +88,13 @@ fn cargo_rustc(dir: &Path, release: bool) -> Result<PathBuf, Failure> {
     }
     // A Node addon on macOS leaves Node's symbols to be found when it is loaded.
     if cfg!(target_os = "macos") {
-        cmd.args(["--", "-C", "link-arg=-undefined", "-C", "link-arg=dynamic_lookup"]);
+        cmd.args([
+            "--",
+            "-C",
+            "link-arg=-undefined",
+            "-C",
+            "link-arg=dynamic_lookup",
+        ]);
     }
     progress("building the addon (cargo rustc --crate-type cdylib --features addon)");
     let out = cmd
@@ -130,7 +136,10 @@ fn packs_of(addon: &Path) -> Result<Vec<PackFiles>, Failure> {
         )));
     }
     let packs: Vec<Value> = serde_json::from_slice(&out.stdout).map_err(|e| {
-        Failure::failed(format!("{}: wopPackFiles() is not a JSON array: {e}", addon.display()))
+        Failure::failed(format!(
+            "{}: wopPackFiles() is not a JSON array: {e}",
+            addon.display()
+        ))
     })?;
     packs
         .into_iter()
@@ -144,7 +153,9 @@ fn packs_of(addon: &Path) -> Result<Vec<PackFiles>, Failure> {
                         .collect()
                 })
                 .ok_or_else(|| {
-                    Failure::failed(format!("wopPackFiles()[{i}].schemas: must be an array of [path, schema]"))
+                    Failure::failed(format!(
+                        "wopPackFiles()[{i}].schemas: must be an array of [path, schema]"
+                    ))
                 })?;
             Ok(PackFiles {
                 manifest: p["manifest"].clone(),
@@ -170,8 +181,10 @@ pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
             model: args.model.clone(),
             timeout_ms: args.timeout_ms,
         };
-        let folder = write_pack_files(files, &options)
-            .map_err(|e| Failure { exit: e.exit, message: e.message })?;
+        let folder = write_pack_files(files, &options).map_err(|e| Failure {
+            exit: e.exit,
+            message: e.message,
+        })?;
         progress(&format!(
             "wrote {} ({} form)",
             folder.display(),

@@ -22,12 +22,19 @@ pub(crate) struct DevArgs {
 
 pub(crate) fn run(args: &DevArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&args.host_dir).map_err(|e| {
-        Failure::failed(format!("--host-dir {}: cannot create: {e}", args.host_dir.display()))
+        Failure::failed(format!(
+            "--host-dir {}: cannot create: {e}",
+            args.host_dir.display()
+        ))
     })?;
-    let dir = args.host_dir.canonicalize().map_err(|e| {
-        Failure::failed(format!("--host-dir {}: {e}", args.host_dir.display()))
-    })?;
-    let folders = build::run(&BuildArgs::folder_into(dir.clone(), args.manifest_path.clone()))?;
+    let dir = args
+        .host_dir
+        .canonicalize()
+        .map_err(|e| Failure::failed(format!("--host-dir {}: {e}", args.host_dir.display())))?;
+    let folders = build::run(&BuildArgs::folder_into(
+        dir.clone(),
+        args.manifest_path.clone(),
+    ))?;
     let prefixes: Vec<String> = folders
         .iter()
         .filter_map(|f| f.file_name().and_then(|n| n.to_str()).map(str::to_owned))

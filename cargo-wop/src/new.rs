@@ -53,19 +53,17 @@ pub(crate) fn run(args: &NewArgs) -> Result<(), Failure> {
             dir.display()
         )));
     }
-    let pack = args.pack.clone().unwrap_or_else(|| {
-        format!("community.local.{}", crate_name.replace('_', "-"))
-    });
+    let pack = args
+        .pack
+        .clone()
+        .unwrap_or_else(|| format!("community.local.{}", crate_name.replace('_', "-")));
     if let Some(problem) = pack_name_problem(&pack) {
         return Err(Failure::usage(format!("--pack `{pack}`: {problem}")));
     }
-    let sdk = args
-        .sdk_path
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(SDK));
-    let sdk = sdk.canonicalize().map_err(|e| {
-        Failure::usage(format!("--sdk-path {}: {e}", sdk.display()))
-    })?;
+    let sdk = args.sdk_path.clone().unwrap_or_else(|| PathBuf::from(SDK));
+    let sdk = sdk
+        .canonicalize()
+        .map_err(|e| Failure::usage(format!("--sdk-path {}: {e}", sdk.display())))?;
     if !sdk.join("wop-sdk/Cargo.toml").is_file() {
         return Err(Failure::usage(format!(
             "--sdk-path {}: not a wop-sdk checkout (no wop-sdk/Cargo.toml)",
@@ -78,9 +76,18 @@ pub(crate) fn run(args: &NewArgs) -> Result<(), Failure> {
             .replace("__PACK__", &pack)
             .replace("__SDK__", &sdk.display().to_string())
     };
-    write(&dir.join("Cargo.toml"), &fill(include_str!("template/Cargo.toml.txt")))?;
-    write(&dir.join("src/lib.rs"), &fill(include_str!("template/lib.rs.txt")))?;
-    write(&dir.join("tests/nodes.rs"), &fill(include_str!("template/test.rs.txt")))?;
+    write(
+        &dir.join("Cargo.toml"),
+        &fill(include_str!("template/Cargo.toml.txt")),
+    )?;
+    write(
+        &dir.join("src/lib.rs"),
+        &fill(include_str!("template/lib.rs.txt")),
+    )?;
+    write(
+        &dir.join("tests/nodes.rs"),
+        &fill(include_str!("template/test.rs.txt")),
+    )?;
     write(&dir.join(".gitignore"), "/target\n")?;
     // The versions the SDK is tested with: the new crate resolves to them (and shares a target
     // folder's builds with the SDK).

@@ -28,7 +28,7 @@ use book_ai::demo;
 
 use book_ai_example::book_ai_binary;
 use serde_json::{Value, json};
-use server::{Answer, Server, scripted};
+use server::{Answer, Server};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use wop_sdk::host::BoxFuture;
@@ -40,6 +40,7 @@ use wop_sdk_host::conformance::{
 };
 use wop_sdk_host::local::{LocalHost, Provider, ProviderError, ProviderRequest};
 use wop_sdk_host::provider::openai::{ApiKey, OpenAiConfig, OpenAiProvider, TokenLimitField};
+use wop_sdk_test_support::openai_script::scripted;
 
 const KEY: &str = "sk-test-0123456789abcdef";
 

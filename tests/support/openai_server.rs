@@ -385,5 +385,3 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>) {
         }
     }
 }
-
-pub use crate::openai_script::scripted;

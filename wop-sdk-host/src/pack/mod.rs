@@ -135,7 +135,6 @@ impl PackFiles {
     }
 }
 
-
 fn write(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
