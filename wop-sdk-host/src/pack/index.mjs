@@ -37,22 +37,27 @@ function sha256(bytes) {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-// The single-file form: the addon is written once to a private file named by its hash, in a
-// directory only this user can write, and loaded from there.
-function embeddedAddon() {
-  const bytes = Buffer.from(ADDON.base64, 'base64');
-  if (sha256(bytes) !== ADDON.sha256) {
-    throw new WopNodeError(NODE_FAILED, `${ADDON.name}: the embedded addon is corrupt (sha256 mismatch)`);
+const HERE = `${process.platform}-${process.arch}`;
+
+// The single-file form: the addon built for this platform is written once to a private file
+// named by its hash, in a directory only this user can write, and loaded from there.
+function embeddedAddon(choices) {
+  const chosen = choices.find((a) => a.platform === process.platform && a.arch === process.arch);
+  if (chosen === undefined) {
+    const carried = choices.map((a) => `${a.platform}-${a.arch}`).join(', ') || 'none';
+    throw new Error(`this pack carries its addon for ${carried}, not for this host (${HERE}): build the pack with \`cargo wop build\` on ${HERE} too`);
   }
+  const bytes = Buffer.from(chosen.base64, 'base64');
+  if (sha256(bytes) !== chosen.sha256) throw new Error(`${chosen.name}: the embedded addon is corrupt (sha256 mismatch)`);
   const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
   const dir = join(process.env.WOP_SDK_ADDON_DIR ?? tmpdir(), `wop-sdk-addons-${uid}`);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);
   if (!st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
-    throw new WopNodeError(NODE_FAILED, `${dir}: not a private directory of this user; refusing to load an addon from it`);
+    throw new Error(`${dir}: not a private directory of this user; refusing to load an addon from it`);
   }
-  const path = join(dir, `${ADDON.sha256}.node`);
-  if (existsSync(path) && sha256(readFileSync(path)) === ADDON.sha256) return path;
+  const path = join(dir, `${chosen.sha256}.node`);
+  if (existsSync(path) && sha256(readFileSync(path)) === chosen.sha256) return path;
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, bytes, { mode: 0o600 });
   chmodSync(tmp, 0o500);
@@ -60,18 +65,40 @@ function embeddedAddon() {
   return path;
 }
 
-const require = createRequire(import.meta.url);
-const addon = require(ADDON.file ? join(dirname(fileURLToPath(import.meta.url)), ADDON.file) : embeddedAddon());
-if (typeof addon.wopAbi !== 'function' || addon.wopAbi() !== ABI) {
-  throw new WopNodeError(NODE_FAILED, `the addon of __PACK__ speaks another bridge ABI than ${ABI}: rebuild it and run \`pack\` again`);
-}
-{
+// The addon, or why there is none. Importing this module never fails: a host that imports it
+// finds its nodes, and each fails at once with a coded error that says why and what to do (a
+// failed import would leave a host's runs of the pack waiting with no error to show).
+function loadAddon() {
+  const require = createRequire(import.meta.url);
+  let addon;
+  try {
+    if (ADDON.file !== undefined) {
+      if (ADDON.platform !== process.platform || ADDON.arch !== process.arch) {
+        throw new Error(`its addon ${ADDON.file} was built for ${ADDON.platform}-${ADDON.arch}, not for this host (${HERE}): build the pack with \`cargo wop build\` here`);
+      }
+      const path = join(dirname(fileURLToPath(import.meta.url)), ADDON.file);
+      if (!existsSync(path)) {
+        throw new Error(`its addon ${ADDON.file} is missing from the pack folder (a registry install keeps only pack.json, index.mjs, schemas/, keys/ and prompts/): publish the single-file form, \`cargo wop build\` without --folder`);
+      }
+      addon = require(path);
+    } else {
+      addon = require(embeddedAddon(ADDON.embedded));
+    }
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    const abi = /NODE_MODULE_VERSION|was compiled against a different Node/.test(why) ? ' (built for another Node: rebuild with this Node)' : '';
+    return { error: `__PACK__ could not load its addon: ${why}${abi}` };
+  }
+  if (typeof addon.wopAbi !== 'function' || addon.wopAbi() !== ABI) {
+    return { error: `the addon of __PACK__ speaks another bridge ABI than ${ABI}: rebuild the pack (\`cargo wop build\`)` };
+  }
   const offered = new Set(JSON.parse(addon.wopManifests()).flatMap((p) => (p.nodes ?? []).map((n) => n.typeId)));
   const missing = TYPE_IDS.filter((t) => !offered.has(t));
-  if (missing.length > 0) {
-    throw new WopNodeError(NODE_FAILED, `the addon does not export ${missing.join(', ')}: it was built from another pack`);
-  }
+  if (missing.length > 0) return { error: `the addon does not export ${missing.join(', ')}: it was built from another pack` };
+  return { addon };
 }
+const LOADED = loadAddon();
+const addon = LOADED.addon;
 
 function hostCapabilities() {
   const raw = process.env.WOP_SDK_HOST_CAPABILITIES;
@@ -130,6 +157,7 @@ function text(v) {
 }
 
 async function run(typeId, ctx) {
+  if (LOADED.error !== undefined) throw new WopNodeError(NODE_FAILED, LOADED.error);
   const config = ctx !== null && typeof ctx === 'object' && ctx.config !== null && typeof ctx.config === 'object' ? ctx.config : {};
   const timeoutMs = Number.isFinite(config.timeoutMs) && config.timeoutMs > 0 ? config.timeoutMs : DEFAULTS.timeoutMs;
   let request;

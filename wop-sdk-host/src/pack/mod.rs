@@ -150,6 +150,23 @@ fn pretty(v: &Value) -> Vec<u8> {
     text.into_bytes()
 }
 
+/// This machine's platform and architecture as Node names them (`process.platform`,
+/// `process.arch`): the addon was built here, for here.
+fn node_platform() -> (&'static str, &'static str) {
+    let platform = match std::env::consts::OS {
+        "macos" => "darwin",
+        "windows" => "win32",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        "x86" => "ia32",
+        other => other,
+    };
+    (platform, arch)
+}
+
 fn js_string(s: &str) -> String {
     Value::String(s.to_owned()).to_string()
 }
@@ -209,16 +226,24 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
     for (path, schema) in schemas {
         write(&dir.join(path), &pretty(schema))?;
     }
+    let (platform, arch) = node_platform();
     let addon_js = if options.single_file {
         format!(
-            "{{ name: {}, sha256: {}, base64: {} }}",
+            "{{ embedded: [{{ platform: {}, arch: {}, name: {}, sha256: {}, base64: {} }}] }}",
+            js_string(platform),
+            js_string(arch),
             js_string(&addon_file),
             js_string(&sha),
             js_string(&base64::engine::general_purpose::STANDARD.encode(&addon))
         )
     } else {
         write(&dir.join(&addon_file), &addon)?;
-        format!("{{ file: {} }}", js_string(&addon_file))
+        format!(
+            "{{ file: {}, platform: {}, arch: {} }}",
+            js_string(&addon_file),
+            js_string(platform),
+            js_string(arch)
+        )
     };
     let defaults = json!({
         "provider": options.provider,
@@ -296,7 +321,7 @@ mod tests {
         assert_eq!(folder, dir.join("community.example.echo"));
         let index = std::fs::read_to_string(folder.join("index.mjs")).expect("index");
         assert!(index.contains("\"conformance.callai.echo-attempts\""));
-        assert!(index.contains("{ file: \"community.example.echo.node\" }"));
+        assert!(index.contains("{ file: \"community.example.echo.node\", platform: "));
         assert!(!index.contains("__"), "every placeholder filled");
         assert!(folder.join("community.example.echo.node").exists());
         let single = PackOptions {

@@ -1,0 +1,226 @@
+//! `cargo wop` as a pack author meets it, with real processes: a new pack crate scaffolded in a
+//! temporary folder, its own test run, its addon built and its pack folder written, then its node
+//! run by the harness of openwop-app's contract in Node: the folder form mounted, the single-file
+//! form through a registry install (only the allow-listed files kept).
+//!
+//! The scaffolded crate builds in this workspace's target folder, with the SDK's lockfile, so the
+//! dependencies already built for the workspace are reused.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The `cargo-wop` binary, built once by the same cargo.
+fn cargo_wop() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "cargo-wop"])
+            .current_dir(ROOT)
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "`cargo build -p cargo-wop` failed");
+        let exe = std::env::current_exe().expect("current exe");
+        let bin = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("<target>/<profile>/deps/<test>")
+            .join(format!("cargo-wop{}", std::env::consts::EXE_SUFFIX));
+        assert!(bin.exists(), "{} is missing", bin.display());
+        bin
+    })
+}
+
+/// The workspace's target folder (this test binary's `<target>/<profile>/deps/..`).
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.ancestors().nth(3).expect("<target>").to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{cmd:?} ended with {}:\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wop-cargo-wop-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn harness(scenario: &Value, dir: &Path) -> Value {
+    let file = dir.join("scenario.json");
+    std::fs::write(&file, scenario.to_string()).expect("scenario written");
+    let out = Command::new("node")
+        .arg(Path::new(ROOT).join("tests/harness/openwop_host.mjs"))
+        .arg(&file)
+        .env_remove("WOP_SDK_HOST_CAPABILITIES")
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the report is JSON")
+}
+
+fn scenario(packs: &Path, install: bool) -> Value {
+    json!({
+        "packsDir": packs,
+        "prefixes": ["community.local."],
+        "install": install,
+        "steps": [{
+            "nodeId": "title", "typeId": "community.local.my-pack.name-book",
+            "inputs": {"topic": "lighthouses"},
+            "script": [{"content": {"title": "The Lamp and the Ledger"}, "usage": {"outputTokens": 7}}],
+        }],
+    })
+}
+
+#[test]
+fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
+    let dir = fresh_dir("new");
+    let sdk = Path::new(ROOT);
+    let wop = cargo_wop();
+    run(Command::new(wop)
+        .args(["wop", "new", "my-pack", "--sdk-path"])
+        .arg(sdk)
+        .current_dir(&dir));
+    let krate = dir.join("my-pack");
+    for file in ["Cargo.toml", "src/lib.rs", "tests/nodes.rs", "Cargo.lock"] {
+        assert!(krate.join(file).is_file(), "{file} scaffolded");
+    }
+    assert!(!krate.join("build.rs").exists(), "no build.rs");
+    // Its own test, on the local host.
+    let tested = run(Command::new(env!("CARGO"))
+        .args(["test", "--quiet"])
+        .current_dir(&krate));
+    assert!(
+        String::from_utf8_lossy(&tested.stdout).contains("1 passed"),
+        "{}",
+        String::from_utf8_lossy(&tested.stdout)
+    );
+
+    // The folder form, mounted as a dev mount.
+    let folder_out = dir.join("dev-packs");
+    run(Command::new(wop)
+        .args([
+            "wop",
+            "build",
+            "--folder",
+            "--provider",
+            "mock",
+            "--model",
+            "mock-1",
+            "--out",
+        ])
+        .arg(&folder_out)
+        .current_dir(&krate));
+    let pack = folder_out.join("community.local.my-pack");
+    assert!(pack.join("community.local.my-pack.node").is_file());
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(pack.join("pack.json")).expect("pack.json"))
+            .expect("JSON");
+    assert_eq!(
+        manifest["nodes"][0]["typeId"],
+        "community.local.my-pack.name-book"
+    );
+    let report = harness(&scenario(&folder_out, false), &dir);
+    assert_eq!(
+        report["mounted"],
+        json!(["community.local.my-pack"]),
+        "{report}"
+    );
+    let outcome = &report["steps"][0]["outcome"];
+    assert_eq!(outcome["status"], "success", "{report}");
+    assert_eq!(outcome["outputs"]["title"], "The Lamp and the Ledger");
+    // The same folder form through a registry install loses its `.node` file: importing the pack
+    // still succeeds, and every run fails at once with a coded error saying why and what to do.
+    let mut installed = scenario(&folder_out, true);
+    installed["steps"] = json!([
+        {"nodeId": "a", "typeId": "community.local.my-pack.name-book", "inputs": {"topic": "x"}, "script": []},
+        {"nodeId": "b", "typeId": "community.local.my-pack.name-book", "inputs": {"topic": "y"}, "script": []},
+    ]);
+    let report = harness(&installed, &dir);
+    for step in report["steps"].as_array().expect("steps") {
+        let error = &step["outcome"]["error"];
+        assert_eq!(step["outcome"]["status"], "failure", "{report}");
+        assert!(
+            error["code"]
+                .as_str()
+                .is_some_and(|c| c.ends_with("node_failed")),
+            "{report}"
+        );
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("missing") && message.contains("cargo wop build"),
+            "{message}"
+        );
+        assert_eq!(step["requests"], 0);
+    }
+
+    // The single-file form (the default), through a registry install: only pack.json, index.mjs,
+    // schemas/ are kept, and the node still runs.
+    let registry_out = dir.join("registry-packs");
+    run(Command::new(wop)
+        .args([
+            "wop",
+            "build",
+            "--provider",
+            "mock",
+            "--model",
+            "mock-1",
+            "--out",
+        ])
+        .arg(&registry_out)
+        .current_dir(&krate));
+    let single = registry_out.join("community.local.my-pack");
+    assert!(
+        !single.join("community.local.my-pack.node").exists(),
+        "the addon is inside index.mjs"
+    );
+    let report = harness(&scenario(&registry_out, true), &dir);
+    assert_eq!(
+        report["steps"][0]["outcome"]["status"], "success",
+        "{report}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn new_refuses_a_pack_name_off_the_grammar_and_a_folder_that_exists() {
+    let dir = fresh_dir("refuse");
+    let wop = cargo_wop();
+    let out = Command::new(wop)
+        .args(["wop", "new", "p", "--pack", "community.bookai"])
+        .current_dir(&dir)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--pack `community.bookai`"), "{err}");
+    std::fs::create_dir_all(dir.join("taken")).expect("dir");
+    let out = Command::new(wop)
+        .args(["wop", "new", "taken"])
+        .current_dir(&dir)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
