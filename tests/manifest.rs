@@ -76,7 +76,9 @@ fn the_generated_manifest_is_valid_pack_json_v2() {
     assert_eq!(m["name"], "community.demo.bookai");
     assert_eq!(m["version"], "0.1.0");
     assert_eq!(m["kind"], "node");
-    assert_eq!(m["engines"], json!({"openwop": ">=2.0 <3.0.0"}));
+    // Admits today's openwop-app (protocol 1.1) and a v2 host; the registry's v2 gate wants a
+    // ceiling above major 2.
+    assert_eq!(m["engines"], json!({"openwop": ">=1.0.0 <3.0.0"}));
     assert_eq!(
         m["runtime"],
         json!({"language": "javascript", "entry": "index.mjs", "format": "esm"})

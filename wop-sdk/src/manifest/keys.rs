@@ -3,8 +3,11 @@
 
 use wop_sdk_rules::grammar;
 
-/// The `engines.openwop` range a v2 pack declares.
-pub const ENGINES_OPENWOP: &str = ">=2.0 <3.0.0";
+/// The `engines.openwop` range a pack declares: protocol 1.x and 2.x. The registry's v2 gate
+/// (`check-pack-engines-admit-major`, RFC 0177 §A.1: a range must admit major 2, and one with
+/// no upper bound reads as `<2.0.0`) wants a ceiling above 2; today's openwop-app advertises
+/// protocol 1.1, which a `>=2.0` floor would refuse. The bridge serves both kinds of host.
+pub const ENGINES_OPENWOP: &str = ">=1.0.0 <3.0.0";
 /// `runtime.language`: a production host loads the pack as JavaScript (the bridge's `index.mjs`
 /// loads the compiled nodes).
 pub const RUNTIME_LANGUAGE: &str = "javascript";

@@ -90,7 +90,7 @@ fn unknown_keys(obj: &Map<String, Value>, at: &str, known: &[&str], errors: &mut
     }
 }
 
-/// Whether `range` is an `engines.openwop` range with an upper bound: `>=2.0 <3.0.0`.
+/// Whether `range` is an `engines.openwop` range with an upper bound: `>=1.0.0 <3.0.0`.
 fn engines_ok(range: &str) -> bool {
     let Some((low, high)) = range.split_once(' ') else {
         return false;
