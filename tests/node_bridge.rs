@@ -448,6 +448,32 @@ fn a_host_error_keeps_its_code_and_message_behind_the_sdks() {
 }
 
 #[test]
+fn a_mock_call_openwop_app_finds_invalid_points_at_its_test_seam() {
+    // The quickstart pack is written with `--provider mock`: on openwop-app without its test seam
+    // the mock's replies fail `envelope_invalid`, and the user is told where the seam is.
+    let outcome = malformed(
+        json!([{"throwError": {"message": "no reply met the schema", "code": "envelope_invalid"}}]),
+        json!({}),
+    );
+    assert_eq!(
+        outcome["error"]["code"],
+        ErrorCode::EnvelopeInvalid.as_str()
+    );
+    let said = outcome["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("OPENWOP_TEST_SEAM_ENABLED=true"),
+        "{outcome:#}"
+    );
+    // A real provider's invalid reply gets no such hint.
+    let outcome = malformed(
+        json!([{"throwError": {"message": "no reply met the schema", "code": "envelope_invalid"}}]),
+        json!({"provider": "openai", "model": "gpt-4o-mini"}),
+    );
+    let said = outcome["error"]["message"].as_str().unwrap_or_default();
+    assert!(!said.contains("OPENWOP_TEST_SEAM"), "{outcome:#}");
+}
+
+#[test]
 fn a_call_that_never_settles_fails_at_the_nodes_timeout() {
     let started = std::time::Instant::now();
     let outcome = malformed(json!([{"hang": true}]), json!({"timeoutMs": 300}));

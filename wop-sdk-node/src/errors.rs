@@ -94,6 +94,18 @@ pub fn map_host_error(host_code: Option<&str>, details: Option<&Value>) -> Error
     ErrorEnvelope::new(sdk, message).with_detail("hostCode", code)
 }
 
+/// `public` with the reason a call to the provider `mock` fails `envelope_invalid` on openwop-app:
+/// its mock provider answers only what its test seam was programmed with, and the seam is on
+/// only with `OPENWOP_TEST_SEAM_ENABLED=true`.
+pub(crate) fn with_mock_seam_hint(mut public: ErrorEnvelope) -> ErrorEnvelope {
+    public.message.push_str(
+        "; the provider `mock` of openwop-app answers only through its test seam: start the host \
+         with OPENWOP_TEST_SEAM_ENABLED=true and program the replies with \
+         POST /v1/host/openwop-app/test/mock-ai/program, or name a real provider",
+    );
+    public.with_detail("hint", "openwop-app-test-seam")
+}
+
 /// How much of the host's message is kept, in characters.
 pub(crate) const HOST_MESSAGE_KEPT: usize = 300;
 
@@ -146,7 +158,25 @@ fn bounded(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{HOST_MESSAGE_KEPT, bounded, map_host_error, redact_keys, with_host_message};
+    use super::{
+        HOST_MESSAGE_KEPT, bounded, map_host_error, redact_keys, with_host_message,
+        with_mock_seam_hint,
+    };
+
+    #[test]
+    fn a_mock_call_the_host_found_invalid_points_at_the_test_seam() {
+        let e = with_mock_seam_hint(map_host_error(Some("envelope_invalid"), None));
+        assert_eq!(e.error, ErrorCode::EnvelopeInvalid);
+        assert!(
+            e.message.contains("OPENWOP_TEST_SEAM_ENABLED=true"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .contains("/v1/host/openwop-app/test/mock-ai/program")
+        );
+    }
     use serde_json::json;
     use wop_sdk::wire::ErrorCode;
 

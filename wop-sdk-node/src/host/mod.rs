@@ -14,7 +14,7 @@ mod tests;
 pub use config::NodeConfig;
 pub use document::{HostKind, OPENWOP_APP_SNAPSHOT, host_document};
 
-use crate::errors::{map_host_error, with_host_message};
+use crate::errors::{map_host_error, with_host_message, with_mock_seam_hint};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -150,6 +150,13 @@ impl JsHost {
                 // available for provider …"): kept, bounded, keys cut out.
                 if let Some(message) = error.get("message").and_then(Value::as_str) {
                     public = with_host_message(public, code, message);
+                }
+                let provider = request
+                    .get("provider")
+                    .and_then(Value::as_str)
+                    .or(self.config.provider.as_deref());
+                if code == Some("envelope_invalid") && provider == Some("mock") {
+                    public = with_mock_seam_hint(public);
                 }
                 return Err(self.fail(public));
             }
