@@ -1,6 +1,7 @@
 //! [`CliError`]: what went wrong on the command line, and its exit code.
 
 use std::fmt;
+use std::io::Write;
 
 /// A command-line failure: the message and the exit code (2 usage, 1 failed run).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,4 +41,14 @@ impl From<crate::pack::PackError> for CliError {
             message: e.message,
         }
     }
+}
+
+/// A line on standard error; a closed standard error is not worth a panic.
+pub(super) fn note(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// A failure to write the output.
+pub(super) fn cannot_write(e: std::io::Error) -> CliError {
+    CliError::failed(format!("cannot write the output: {e}"))
 }

@@ -42,7 +42,9 @@
 //! ```
 
 mod args;
+mod conformance;
 mod error;
+mod estimate;
 mod inputs;
 mod output;
 mod progress;
@@ -60,17 +62,19 @@ use crate::journal::Journal;
 use crate::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 use args::{Cli, Command, RunArgs, command_for};
 use clap::FromArgMatches;
+use conformance::conformance;
 pub use error::CliError;
+use error::{cannot_write, note};
+use estimate::{estimate_pack, fits};
 use inputs::{Input, JournalUse, find, open_journal, plan_of, read_input};
 use output::{NodeRunJson, QuietPipe, Sent, SentLog, print_json};
 pub use progress::{Progress, colors_wanted, elapsed_column, progress_line};
 pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
 pub use render::{call_summary, estimate_table};
-use render::{conformance_table, render_events, render_outcome};
+use render::{render_events, render_outcome};
 pub use reply::reply_line;
 use serde_json::{Map, Value, json};
 use std::io::{IsTerminal, Write};
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 pub use watch::WatchedProvider;
@@ -85,11 +89,6 @@ use wop_sdk::node::{DynNode, NodeOutcome};
 /// leaves the first subscriber in place.
 pub fn install_tracing(verbose: u8) {
     trace::install(verbose);
-}
-
-/// A line on standard error; a closed standard error is not worth a panic.
-fn note(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Runs the command line on the process arguments; what a pack binary's `main` returns.
@@ -127,10 +126,6 @@ pub fn main(pack: Pack) -> ExitCode {
             ExitCode::from(e.exit)
         }
     }
-}
-
-fn cannot_write(e: std::io::Error) -> CliError {
-    CliError::failed(format!("cannot write the output: {e}"))
 }
 
 async fn dispatch(
@@ -188,60 +183,6 @@ async fn dispatch(
             let journal = open_journal(Some(&journal), JournalUse::Replay)?;
             replay(pack, journal, &RunId::new(run_id), json, color, out).await
         }
-    }
-}
-
-async fn conformance(
-    journal: Option<&Path>,
-    older_host: bool,
-    json: bool,
-    out: &mut dyn Write,
-) -> Result<(), CliError> {
-    let journal = open_journal(journal, JournalUse::Record)?;
-    let mut builder = LocalHost::builder().journal(journal);
-    if older_host {
-        builder = builder.older_host();
-    }
-    let target = crate::conformance::LocalTarget::new(builder.build());
-    let report = crate::conformance::run_conformance(&target).await;
-    let not_passed: Vec<&str> = report
-        .legs
-        .iter()
-        .filter(|(_, v)| !v.is_pass())
-        .map(|(id, _)| id.as_str())
-        .collect();
-    let all_skipped =
-        !report.legs.is_empty() && report.legs.iter().all(|(_, v)| v.as_str() == "skipped");
-    // With --older-host nothing is advertised, so every leg is gated off (RFC 0248 §C): that is
-    // the expected answer, not a failure.
-    let result = if report.all_passed() {
-        "passed"
-    } else if older_host && all_skipped {
-        "skipped-by-design"
-    } else {
-        "failed"
-    };
-    if json {
-        let mut v = report.to_json();
-        v["result"] = json!(result);
-        print_json(out, &v).map_err(cannot_write)?;
-    } else {
-        writeln!(out, "{}", conformance_table(&report)).map_err(cannot_write)?;
-    }
-    match result {
-        "passed" => Ok(()),
-        "skipped-by-design" => {
-            note(
-                "every leg was skipped, as --older-host intends: a host that advertises no \
-                 `aiProviders.callAccounting` is not bound by RFC 0248 (§C), so there is nothing \
-                 to judge",
-            );
-            Ok(())
-        }
-        _ => Err(CliError::failed(format!(
-            "not every RFC 0248 leg passed: {}",
-            not_passed.join(", ")
-        ))),
     }
 }
 
@@ -308,75 +249,6 @@ fn host_with(
         builder = builder.scripts(scripts);
     }
     builder.build()
-}
-
-/// The estimate of a pack for `{typeId: input, ...}`.
-fn estimate_pack(pack: &Pack, input: &Value, origin: &str) -> Result<Estimate, CliError> {
-    let Value::Object(map) = input else {
-        return Err(CliError::usage(format!(
-            "{origin}: must be an object mapping node type ids to their inputs, e.g. {{\"{}\": {{...}}}}",
-            pack.type_ids().first().copied().unwrap_or("typeId")
-        )));
-    };
-    if map.is_empty() {
-        return Err(CliError::usage(format!(
-            "{origin}: names no node; its keys must be node type ids ({})",
-            pack.type_ids().join(", ")
-        )));
-    }
-    let host = LocalHost::builder().build();
-    let caps = Capabilities::negotiate(host.capabilities());
-    let mut estimate = Estimate::new(&caps);
-    if let Some(unknown) = map.keys().find(|k| pack.find(k).is_none()) {
-        return Err(CliError::usage(format!(
-            "{origin}: field `{unknown}`: no such node in the pack (its nodes: {})",
-            pack.type_ids().join(", ")
-        )));
-    }
-    // In the pack's order, whatever the order of the input's keys.
-    for node in pack.nodes().iter().map(AsRef::as_ref) {
-        let type_id = node.spec().type_id;
-        let Some(node_input) = map.get(type_id) else {
-            continue;
-        };
-        let plan = plan_of(node, node_input, origin, type_id)?;
-        let s = node.spec();
-        // The node's row is named by the last segment of its type id (`draft-scene`).
-        let short = type_id.rsplit('.').next().unwrap_or(type_id);
-        estimate.add_node(
-            &caps,
-            Some(host.config().provider_max_tokens),
-            short,
-            s.type_id,
-            s.max_calls,
-            &plan,
-        );
-    }
-    Ok(estimate)
-}
-
-fn fits(estimate: &Estimate) -> Result<(), CliError> {
-    let over: Vec<String> = estimate
-        .nodes
-        .iter()
-        .filter(|n| !n.fits)
-        .map(|n| {
-            format!(
-                "node `{}` may make {} provider requests, but its max_calls is {}",
-                n.node_id,
-                n.requests,
-                n.max_calls.unwrap_or(0)
-            )
-        })
-        .collect();
-    if over.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::failed(format!(
-            "the run would not fit its budget: {}",
-            over.join("; ")
-        )))
-    }
 }
 
 fn print_outcome(

@@ -80,6 +80,7 @@ mod config;
 mod error;
 mod reply;
 mod request;
+mod span;
 mod stream;
 
 /// The request the module's tests start from: run `local/r`, node `main`, model `m`, 8 tokens,
@@ -113,9 +114,9 @@ pub use config::{
 use super::{Provider, ProviderError, ProviderReply, ProviderRequest};
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use reqwest::{Client, Response, Url};
+use span::{request_span, trace_outcome};
 use std::fmt;
 use tracing::Instrument as _;
-use tracing::field::Empty;
 use wop_sdk::host::BoxFuture;
 
 /// The OpenAI-compatible provider. Cheap to clone (the HTTP client and its connection pool are
@@ -344,7 +345,7 @@ impl Provider for OpenAiProvider {
         &'a self,
         request: ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
-        let span = self.request_span(&request);
+        let span = request_span(self.endpoint.host_str().unwrap_or_default(), &request);
         Box::pin(
             async move {
                 let span = tracing::Span::current();
@@ -361,7 +362,7 @@ impl Provider for OpenAiProvider {
         request: ProviderRequest,
         on_chunk: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderError>> {
-        let span = self.request_span(&request);
+        let span = request_span(self.endpoint.host_str().unwrap_or_default(), &request);
         Box::pin(
             async move {
                 let span = tracing::Span::current();
@@ -371,82 +372,5 @@ impl Provider for OpenAiProvider {
             }
             .instrument(span),
         )
-    }
-}
-
-impl OpenAiProvider {
-    /// The `wop.provider.request` span of one request.
-    fn request_span(&self, request: &ProviderRequest) -> tracing::Span {
-        tracing::info_span!(
-            "wop.provider.request",
-            gen_ai.system = "openai",
-            gen_ai.operation.name = "chat",
-            gen_ai.request.model = %request.model,
-            gen_ai.request.max_tokens = request.max_tokens,
-            gen_ai.response.model = Empty,
-            gen_ai.response.finish_reasons = Empty,
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            server.address = self.endpoint.host_str().unwrap_or_default(),
-            http.response.status_code = Empty,
-            error.type = Empty,
-            wop.run_id = %request.run_id,
-            wop.node_id = %request.node_id,
-            wop.attempt = request.attempt,
-            wop.structured_output = Empty,
-        )
-    }
-}
-
-/// Records what the reply said (never its text) on the request's span.
-fn trace_outcome(span: &tracing::Span, result: &Result<ProviderReply, ProviderError>) {
-    match result {
-        Ok(reply) => {
-            span.record(
-                "gen_ai.response.finish_reasons",
-                openai_finish_reason(reply.finish_reason),
-            );
-            if let Some(model) = &reply.model {
-                span.record("gen_ai.response.model", model.as_str());
-            }
-            if let Some(mode) = reply.mode {
-                span.record("wop.structured_output", mode.as_str());
-            }
-            if let Some(usage) = reply.usage {
-                if let Some(n) = usage.input_tokens {
-                    span.record("gen_ai.usage.input_tokens", n);
-                }
-                if let Some(n) = usage.output_tokens {
-                    span.record("gen_ai.usage.output_tokens", n);
-                }
-            }
-        }
-        Err(e) => {
-            let kind = match e {
-                ProviderError::Transient { .. } => "transient",
-                ProviderError::Failed(_) => "failed",
-                ProviderError::NoAnswer(_) => "no_answer",
-            };
-            span.record("error.type", kind);
-            // The operator's view (`-v`): the class and the private text (the status, the start
-            // of the server's error body, bounded, keys cut out). Never on the span.
-            tracing::warn!(
-                error.type = kind,
-                error.class = e.class().name(),
-                cause = e.text(),
-                "provider request failed"
-            );
-        }
-    }
-}
-
-fn openai_finish_reason(reason: wop_sdk::wire::FinishReason) -> &'static str {
-    use wop_sdk::wire::FinishReason as F;
-    match reason {
-        F::Stop => "stop",
-        F::Length => "length",
-        F::ContentFilter => "content_filter",
-        F::ToolCall => "tool_calls",
-        F::Other => "other",
     }
 }

@@ -128,7 +128,7 @@ async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
     {
         // A journal as the first build wrote it: `seq` from 1, v1 payloads, no timestamps.
         let c = Connection::open(&path).expect("plain open");
-        c.execute_batch(super::open::SCHEMA_V1).expect("schema 1");
+        c.execute_batch(super::schema::SCHEMA_V1).expect("schema 1");
         c.pragma_update(None, "user_version", 1).expect("version");
         for (seq, kind, payload) in [
             (

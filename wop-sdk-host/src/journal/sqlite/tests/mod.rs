@@ -2,8 +2,11 @@
 //! that leave the file as it was ([`refusals`]); batches, concurrency and migration
 //! ([`batches`]).
 
-use super::open::{side_file, user_version};
+use super::open::side_file;
+use super::schema::user_version;
 use super::*;
+pub(super) use crate::journal::{Begin, Charge, Fingerprint, Journal, Outcome, RunRecord};
+pub(super) use wop_sdk::host::{AttemptKey, RunId};
 use crate::journal::suite::event;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

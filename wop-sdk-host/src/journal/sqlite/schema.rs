@@ -1,0 +1,204 @@
+//! The journal's schema: its tables at each version, the check that a file has them, and the
+//! migrations from one version to the next.
+
+use super::errors::sql;
+use crate::journal::{JournalError, SCHEMA_VERSION};
+use rusqlite::Connection;
+
+/// Schema version 1.
+pub(super) const SCHEMA_V1: &str = "
+CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    replay_of TEXT,
+    meta TEXT NOT NULL
+);
+CREATE TABLE calls (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    attempt_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    requests INTEGER NOT NULL DEFAULT 0,
+    outcome TEXT,
+    PRIMARY KEY (run_id, node_id, call_index)
+);
+CREATE INDEX calls_by_attempt ON calls (run_id, attempt_id);
+CREATE TABLE requests (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    max_tokens INTEGER NOT NULL,
+    PRIMARY KEY (run_id, node_id, call_index, n),
+    FOREIGN KEY (run_id, node_id, call_index) REFERENCES calls (run_id, node_id, call_index)
+);
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE charges (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    beneficiaries TEXT NOT NULL,
+    generations INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    PRIMARY KEY (run_id, node_id, call_index),
+    FOREIGN KEY (run_id, node_id, call_index) REFERENCES calls (run_id, node_id, call_index)
+);
+";
+
+/// The leases on in-flight calls ([`crate::journal::lease`]). An additive table, created when
+/// missing by every read-write open, without a schema version of its own: a build that does not
+/// know it leaves it alone, and a journal without it has no lease to read.
+pub(super) const LEASES: &str = "
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    lease TEXT NOT NULL,
+    PRIMARY KEY (run_id, node_id, call_index)
+);
+";
+/// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
+pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
+
+/// The tables and columns this build reads and writes (checked on open).
+pub(super) const TABLES: &[(&str, &[&str])] = &[
+    ("runs", &["seq", "run_id", "owner", "replay_of", "meta"]),
+    (
+        "calls",
+        &[
+            "run_id",
+            "node_id",
+            "call_index",
+            "attempt_id",
+            "fingerprint",
+            "requests",
+            "outcome",
+        ],
+    ),
+    (
+        "requests",
+        &["run_id", "node_id", "call_index", "n", "max_tokens"],
+    ),
+    ("events", &["run_id", "seq", "kind", "payload", "ts"]),
+    (
+        "charges",
+        &[
+            "run_id",
+            "node_id",
+            "call_index",
+            "beneficiaries",
+            "generations",
+            "output_tokens",
+        ],
+    ),
+];
+
+pub(super) fn user_version(conn: &Connection) -> Result<u32, JournalError> {
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(sql)?;
+    u32::try_from(v).map_err(|_| JournalError::Corrupt(format!("invalid schema version {v}")))
+}
+
+/// A schema-less file may be adopted only when it holds nothing.
+pub(super) fn no_foreign_tables(conn: &Connection) -> Result<(), JournalError> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
+        .map_err(sql)?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(sql)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(sql)?;
+    if names.is_empty() {
+        Ok(())
+    } else {
+        Err(JournalError::Corrupt(format!(
+            "an SQLite database but not an attempt journal (no schema version; it holds {})",
+            names.join(", ")
+        )))
+    }
+}
+
+/// Every table and column this build uses is present.
+pub(super) fn check_tables(conn: &Connection) -> Result<(), JournalError> {
+    check_tables_at(conn, SCHEMA_VERSION)
+}
+
+/// Columns added after schema version 1, with the version that added each.
+const ADDED: &[(&str, &str, u32)] = &[("events", "ts", 2)];
+
+/// Checks the tables and columns a journal of schema `version` has.
+pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), JournalError> {
+    for (table, columns) in TABLES {
+        let columns = columns.iter().filter(|c| {
+            !ADDED
+                .iter()
+                .any(|(t, col, since)| t == table && col == *c && *since > version)
+        });
+        let stmt = conn
+            .prepare(&format!("SELECT * FROM \"{table}\" LIMIT 0"))
+            .map_err(|e| {
+                if e.to_string().contains("no such table") {
+                    JournalError::Corrupt(format!("not an attempt journal: table {table}: {e}"))
+                } else {
+                    // Not the journal's shape: the storage refused the read (an unopenable side
+                    // file, a lock), or the file is damaged.
+                    sql(e)
+                }
+            })?;
+        let have: Vec<&str> = stmt.column_names().collect();
+        if let Some(missing) = columns.into_iter().find(|c| !have.contains(c)) {
+            return Err(JournalError::Corrupt(format!(
+                "not an attempt journal: table {table} has no column {missing}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], one step per version, in one transaction.
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), JournalError> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(sql)?;
+    let mut version = user_version(&tx)?;
+    if version > SCHEMA_VERSION {
+        return Err(JournalError::NewerSchema {
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    while version < SCHEMA_VERSION {
+        migrate_step(&tx, version)?;
+        version += 1;
+        tx.pragma_update(None, "user_version", version)
+            .map_err(sql)?;
+    }
+    tx.commit().map_err(sql)
+}
+
+/// One migration step, from `from` to `from + 1`.
+pub(super) fn migrate_step(conn: &Connection, from: u32) -> Result<(), JournalError> {
+    match from {
+        0 => {
+            no_foreign_tables(conn)?;
+            conn.execute_batch(SCHEMA_V1).map_err(sql)
+        }
+        1 => conn.execute_batch(SCHEMA_V2).map_err(sql),
+        other => Err(JournalError::Corrupt(format!(
+            "no migration from schema version {other}"
+        ))),
+    }
+}
