@@ -5,12 +5,12 @@
 use super::open::side_file;
 use super::schema::user_version;
 use super::*;
-pub(super) use crate::journal::{Begin, Charge, Fingerprint, Journal, Outcome, RunRecord};
-pub(super) use wop_sdk::host::{AttemptKey, RunId};
 use crate::journal::suite::event;
+pub(super) use crate::journal::{Begin, Charge, Fingerprint, Journal, Outcome, RunRecord};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::AtomicUsize;
+pub(super) use wop_sdk::host::{AttemptKey, RunId};
 
 mod batches;
 mod refusals;
