@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+use wop_sdk_test_support::harness;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -60,23 +61,6 @@ fn fresh_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
-}
-
-fn harness(scenario: &Value, dir: &Path) -> Value {
-    let file = dir.join("scenario.json");
-    std::fs::write(&file, scenario.to_string()).expect("scenario written");
-    let out = Command::new("node")
-        .arg(Path::new(ROOT).join("tests/harness/openwop_host.mjs"))
-        .arg(&file)
-        .env_remove("WOP_SDK_HOST_CAPABILITIES")
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the report is JSON")
 }
 
 fn scenario(packs: &Path, install: bool) -> Value {
@@ -140,7 +124,7 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
         manifest["nodes"][0]["typeId"],
         "community.local.my-pack.name-book"
     );
-    let report = harness(&scenario(&folder_out, false), &dir);
+    let report = harness::run(&scenario(&folder_out, false));
     assert_eq!(
         report["mounted"],
         json!(["community.local.my-pack"]),
@@ -156,7 +140,7 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
         {"nodeId": "a", "typeId": "community.local.my-pack.name-book", "inputs": {"topic": "x"}, "script": []},
         {"nodeId": "b", "typeId": "community.local.my-pack.name-book", "inputs": {"topic": "y"}, "script": []},
     ]);
-    let report = harness(&installed, &dir);
+    let report = harness::run(&installed);
     for step in report["steps"].as_array().expect("steps") {
         let error = &step["outcome"]["error"];
         assert_eq!(step["outcome"]["status"], "failure", "{report}");
@@ -194,7 +178,7 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
         !single.join("community.local.my-pack.node").exists(),
         "the addon is inside index.mjs"
     );
-    let report = harness(&scenario(&registry_out, true), &dir);
+    let report = harness::run(&scenario(&registry_out, true));
     assert_eq!(
         report["steps"][0]["outcome"]["status"], "success",
         "{report}"

@@ -112,32 +112,7 @@ fn packs() -> &'static Packs {
 
 /// Runs a scenario through the harness in a fresh Node process; answers its report.
 fn harness(scenario: &Value) -> Value {
-    let file = std::env::temp_dir().join(format!(
-        "wop-scenario-{}-{:x}.json",
-        std::process::id(),
-        rand_suffix()
-    ));
-    std::fs::write(&file, scenario.to_string()).expect("scenario written");
-    let out = Command::new("node")
-        .arg(Path::new(ROOT).join("tests/harness/openwop_host.mjs"))
-        .arg(&file)
-        .env_remove("WOP_SDK_HOST_CAPABILITIES")
-        .output()
-        .expect("node runs (Node 20 is on every machine)");
-    let _ = std::fs::remove_file(&file);
-    assert!(
-        out.status.success(),
-        "the harness's Node process ended with {}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the report is JSON")
-}
-
-fn rand_suffix() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
+    wop_sdk_test_support::harness::run(scenario)
 }
 
 const PREFIXES: [&str; 2] = ["community.demo.", "community.mybook."];
@@ -475,14 +450,16 @@ fn a_mock_call_openwop_app_finds_invalid_points_at_its_test_seam() {
 
 #[test]
 fn a_call_that_never_settles_fails_at_the_nodes_timeout() {
-    let started = std::time::Instant::now();
+    // A call that hangs would hang the harness too: that the outcome comes back, coded, is the
+    // proof (no wall-clock limit, which a loaded machine would break).
     let outcome = malformed(json!([{"hang": true}]), json!({"timeoutMs": 300}));
     assert_eq!(
         outcome["error"]["code"],
         ErrorCode::UpstreamUnavailable.as_str(),
         "{outcome:#}"
     );
-    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let said = outcome["error"]["message"].as_str().unwrap_or_default();
+    assert!(said.contains("timeout"), "{outcome:#}");
 }
 
 #[test]

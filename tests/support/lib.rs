@@ -3,6 +3,7 @@
 //! - [`openai_server`]: a small OpenAI-compatible server on 127.0.0.1 that logs what it received;
 //! - [`openai_script`]: that server's answer to one step of the conformance script;
 //! - [`book_ai_example`]: the `book_ai` example binary, built once by the same cargo;
+//! - [`harness`]: the harness of openwop-app's contract, run in Node on a scenario;
 //! - [`child`]: the test binary re-executed as a child process (killed in crash tests);
 //! - [`trace`]: what a tracing subscriber writes, for a test to read;
 //! - [`picture`]: the report picture's labels;
@@ -14,6 +15,7 @@
 pub mod bench;
 pub mod book_ai_example;
 pub mod child;
+pub mod harness;
 pub mod openai_script;
 pub mod openai_server;
 pub mod picture;
