@@ -7,17 +7,30 @@
 //!                                   the Node addon, then the pack folder (single-file by default)
 //! cargo wop dev --host-dir DIR [--out DIR]
 //!                                   the folder form, mounted into openwop-app's local packs folder
+//! cargo wop keygen --key-id ID (--pack NAME | --namespace PATTERN…) [--out DIR]
+//!                                   an Ed25519 key pair; prints the registry's signingKeys entry
+//! cargo wop sign --key FILE [--key-id ID] [--pack-dir DIR]
+//!                                   pack.json as RFC 8785 bytes with `signing`, and its signature
+//! cargo wop publish --registry DIR --key FILE [--key-id ID] [--pack-dir DIR] [--v2-only]
+//!                                   the registry's staging layout, then `check` on it
+//! cargo wop check --registry DIR [--pack NAME [--version V]]
+//!                                   the registry's gates, run locally
 //! ```
 //!
 //! Errors name the file, the field and the rule; progress goes to standard error. Exit codes:
 //! 0 success, 1 a failure, 2 a usage error.
 //!
-//! Not built yet: `keygen`, `sign`, `publish` and `check` (the registry's staging layout, the
-//! Ed25519 signature of `pack.json`, the registry's gates). See `docs/CHANGELOG.md`.
 
 mod build;
+mod check;
 mod dev;
+mod error;
+mod folder;
+mod keys;
 mod new;
+mod publish;
+mod sign;
+mod tarball;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -46,6 +59,18 @@ enum Command {
     Build(build::BuildArgs),
     /// Builds the folder form and mounts it into openwop-app's local packs folder.
     Dev(dev::DevArgs),
+    /// An Ed25519 key pair for signing packs (the private key outside any repository); prints
+    /// the registry's `signingKeys` entry.
+    Keygen(keys::KeygenArgs),
+    /// Signs the built pack: pack.json as its RFC 8785 bytes with `signing {keyId, scheme}`, and
+    /// the Ed25519 signature over them in keys/pack.json.sig.
+    Sign(sign::SignArgs),
+    /// Signs the built pack and writes the registry's staging layout into a registry folder
+    /// (schema $ids, the deterministic tarball, its integrity, the version manifests), then runs
+    /// `check` on it.
+    Publish(publish::PublishArgs),
+    /// Runs the registry's gates on published versions in a registry folder.
+    Check(check::CheckArgs),
 }
 
 /// A failure: the message names the file, the field and the rule.
@@ -98,6 +123,17 @@ fn main() -> ExitCode {
         Command::New(args) => new::run(&args),
         Command::Build(args) => build::run(&args).map(|_| ()),
         Command::Dev(args) => dev::run(&args),
+        Command::Keygen(args) => keys::keygen(&args).map(|entry| {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&entry).unwrap_or_default()
+            );
+        }),
+        Command::Sign(args) => sign::run(&args).map(|dir| println!("{}", dir.display())),
+        Command::Publish(args) => publish::run(&args).map(|path| println!("{}", path.display())),
+        Command::Check(args) => check::run(&args).map(|n| {
+            progress(&format!("check: {n} version(s), every gate passes"));
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

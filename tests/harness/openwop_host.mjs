@@ -10,6 +10,10 @@
 //   packsDir,                 the folder holding pack folders (OPENWOP_LOCAL_PACKS_DIR)
 //   prefixes?: [..],          OPENWOP_LOCAL_PACK_PREFIXES (default: the host's own, no `community.`)
 //   install?: bool,           first copy each pack as a registry install does (allow-listed files only)
+//   registryInstall?: {registryDir, packs: [{name, version}], modifyAfterInstall?: {name, file, append}}
+//                             install from a registry folder as openwop-app's installer does (hash,
+//                             signature, the kept files, the trust marker; see registry_install.mjs)
+//                             instead of mounting packsDir; the report's `installs` says what happened
 //   rfc0248?: bool,           be a host that advertises aiProviders.callAccounting {attempts, retryPolicy}
 //   providers?: [..],         the providers callAI accepts (default ["mock"])
 //   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..] }],
@@ -25,6 +29,7 @@ import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { installAll } from './registry_install.mjs';
 
 // ── Errors: the host's AiProviderError {code, message, details} ─────────────────────────────
 export class AiProviderError extends Error {
@@ -368,7 +373,13 @@ export async function runScenario(scenario) {
   const host = new OpenwopHost({ providers: scenario.providers, rfc0248: scenario.rfc0248 === true });
   // How the bridge learns the kind of host (read by the pack's index.mjs at import).
   process.env.WOP_SDK_HOST_CAPABILITIES = JSON.stringify(host.capabilityDocument());
-  let packs = mountedPacks(scenario.packsDir, scenario.prefixes ?? DEFAULT_PREFIXES);
+  let installs;
+  let packs;
+  if (scenario.registryInstall) {
+    ({ installs, packs } = installAll(scenario.registryInstall));
+  } else {
+    packs = mountedPacks(scenario.packsDir, scenario.prefixes ?? DEFAULT_PREFIXES);
+  }
   if (scenario.install) {
     const root = mkdtempSync(join(tmpdir(), 'openwop-install-'));
     packs = packs.map((p) => registryInstall(p, root));
@@ -376,7 +387,7 @@ export async function runScenario(scenario) {
   const registry = new Registry(packs);
   host.provider = new MockProvider(new Map((scenario.steps ?? []).map((s) => [s.nodeId, s.script ?? []])));
   const outputs = new Map();
-  const report = { mounted: packs.map((p) => p.entry), steps: [] };
+  const report = { mounted: packs.map((p) => p.entry), ...(installs ? { installs } : {}), steps: [] };
   for (const step of scenario.steps ?? []) {
     const execute = await registry.resolve(step.typeId);
     if (!execute) {
