@@ -5,10 +5,8 @@
 //! contract then installs it as openwop-app's installer does (`tests/harness/registry_install.mjs`:
 //! the hash, the signature over the `pack.json` bytes, the five kept paths, the trust marker) and
 //! runs its node. A tampered `index.mjs` or `pack.json` is refused, and so is an `index.mjs`
-//! changed after the install.
-//!
-//! The scaffolded crate builds in this workspace's target folder with the SDK's lockfile, so the
-//! dependencies already built for the workspace are reused.
+//! changed after the install. The scaffolded crate builds in this workspace's target folder with
+//! the SDK's lockfile, so the dependencies already built for the workspace are reused.
 
 use flate2::read::GzDecoder;
 use serde_json::{Value, json};
@@ -294,17 +292,9 @@ fn a_tampered_pack_json_is_refused_by_its_signature() {
 }
 
 fn base64_sha256(bytes: &[u8]) -> String {
-    let out = Command::new("node")
-        .args(["-e", "process.stdout.write(require('crypto').createHash('sha256').update(require('fs').readFileSync(0)).digest('base64'))"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            child.stdin.take().expect("stdin").write_all(bytes)?;
-            child.wait_with_output()
-        })
-        .expect("node runs");
-    String::from_utf8(out.stdout).expect("base64")
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(bytes))
 }
 
 #[test]
