@@ -102,7 +102,7 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
 
     // The folder form, mounted as a dev mount.
     let folder_out = dir.join("dev-packs");
-    run(Command::new(wop)
+    let built = run(Command::new(wop)
         .args([
             "wop",
             "build",
@@ -115,6 +115,14 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
         ])
         .arg(&folder_out)
         .current_dir(&krate));
+    // The scaffold's budget-inputs.json plans its node, and its budget fits both kinds of host.
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr
+            .contains("budget: every checked node fits on a host with and without callAccounting")
+            && !stderr.contains("not checked"),
+        "{stderr}"
+    );
     let pack = folder_out.join("community.local.my-pack");
     assert!(pack.join("community.local.my-pack.node").is_file());
     let manifest: Value =
@@ -160,7 +168,24 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
 
     // The single-file form (the default), through a registry install: only pack.json, index.mjs,
     // schemas/ are kept, and the node still runs.
+    // It also carries an addon built elsewhere (here the header of a linux-arm64 library):
+    // index.mjs still loads this machine's.
     let registry_out = dir.join("registry-packs");
+    let mut arm64 = b"\x7fELF\x02\x01\x01".to_vec();
+    arm64.resize(18, 0);
+    arm64.extend_from_slice(&183_u16.to_le_bytes()); // e_machine: AArch64
+    arm64.resize(64, 0);
+    let arm64_file = dir.join("libmy_pack.arm64.so");
+    std::fs::write(&arm64_file, &arm64).expect("write");
+    let other = if cfg!(target_arch = "aarch64") {
+        "linux-x64"
+    } else {
+        "linux-arm64"
+    };
+    if other == "linux-x64" {
+        arm64[18..20].copy_from_slice(&62_u16.to_le_bytes()); // e_machine: x86-64
+        std::fs::write(&arm64_file, &arm64).expect("write");
+    }
     run(Command::new(wop)
         .args([
             "wop",
@@ -169,6 +194,8 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
             "mock",
             "--model",
             "mock-1",
+            "--addon-for",
+            &format!("{other}={}", arm64_file.display()),
             "--out",
         ])
         .arg(&registry_out)
@@ -178,11 +205,40 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
         !single.join("community.local.my-pack.node").exists(),
         "the addon is inside index.mjs"
     );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(single.join("pack.json")).expect("pack.json"))
+            .expect("JSON");
+    assert_eq!(manifest["x-wopSdk"]["addon"]["platforms"][1], other);
     let report = harness::run(&scenario(&registry_out, true));
     assert_eq!(
         report["steps"][0]["outcome"]["status"], "success",
         "{report}"
     );
+
+    // A budget that fits an RFC 0248 host (2 requests) but not one without callAccounting (3
+    // requests and the fallback): a warning naming the node and the fix, and with
+    // --deny-budget-warnings a failed build.
+    let lib = krate.join("src/lib.rs");
+    let source = std::fs::read_to_string(&lib).expect("lib.rs");
+    assert!(source.contains("max_calls = 4,"), "the scaffold's budget");
+    std::fs::write(&lib, source.replace("max_calls = 4,", "max_calls = 2,")).expect("write");
+    let denied = Command::new(wop)
+        .args(["wop", "build", "--deny-budget-warnings", "--out"])
+        .arg(dir.join("tight"))
+        .current_dir(&krate)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .expect("cargo wop runs");
+    let stderr = String::from_utf8_lossy(&denied.stderr);
+    assert_eq!(denied.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: budget: node `community.local.my-pack.name-book`: `max_calls = 2` cannot fit"
+        ) && stderr.contains("raise `max_calls` to 4")
+            && stderr.contains("--deny-budget-warnings"),
+        "{stderr}"
+    );
+    assert!(!dir.join("tight").exists(), "a denied build writes no pack");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

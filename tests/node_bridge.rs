@@ -104,6 +104,7 @@ fn packs() -> &'static Packs {
             provider: Some("mock".into()),
             model: Some("mock-1".into()),
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            other_addons: Vec::new(),
         };
         write_pack(&quickstart::pack(), &options).expect("the quickstart's pack folder");
         Packs { dir, single }

@@ -1,6 +1,7 @@
 //! `cargo wop build`: the pack crate's library built as a Node addon (`cargo rustc --crate-type
 //! cdylib --features addon`: no second crate, no build.rs), its packs read off the addon itself
-//! (`wopPackFiles()`, in Node: which also proves the addon loads), and each pack's folder written.
+//! (`wopPackFiles()`, in Node: which also proves the addon loads), their budgets checked
+//! ([`crate::budget`]), and each pack's folder written.
 
 use crate::{Failure, crate_dir, progress};
 use clap::Args;
@@ -31,6 +32,19 @@ pub(crate) struct BuildArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_TIMEOUT_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: u64,
+    /// An addon built on another machine, carried beside this one's in the single-file form:
+    /// `PLATFORM-ARCH=FILE` (Node's names, e.g. `linux-arm64=lib.so`, `darwin-arm64=…`);
+    /// repeatable. On that machine `cargo wop build --folder` writes it as `<pack>.node`.
+    #[arg(long = "addon-for", value_name = "PLATFORM-ARCH=FILE")]
+    addon_for: Vec<wop_sdk_host::pack::PlatformAddon>,
+    /// The inputs the budget check plans each node with, `{typeId: input, ...}` (default: the
+    /// crate's `budget-inputs.json`, when there is one).
+    #[arg(long, value_name = "FILE")]
+    budget_inputs: Option<PathBuf>,
+    /// Fail when a node's `max_calls` cannot fit its planned calls on a host without
+    /// `aiProviders.callAccounting` (by default it is a warning).
+    #[arg(long)]
+    deny_budget_warnings: bool,
     /// The pack crate's Cargo.toml (default: the current folder's).
     #[arg(long, value_name = "FILE")]
     manifest_path: Option<PathBuf>,
@@ -46,6 +60,9 @@ impl BuildArgs {
             provider: None,
             model: None,
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            addon_for: Vec::new(),
+            budget_inputs: None,
+            deny_budget_warnings: false,
             manifest_path,
         }
     }
@@ -170,6 +187,9 @@ pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
     let dir = crate_dir(args.manifest_path.as_ref())?;
     let addon = cargo_rustc(&dir, args.release)?;
     let packs = packs_of(&addon)?;
+    let inputs = crate::budget::inputs_file(&dir, args.budget_inputs.as_ref());
+    let check = crate::budget::check(&addon, inputs.as_deref())?;
+    crate::budget::report(&check, inputs.as_deref(), args.deny_budget_warnings)?;
     let out = args.out.clone().unwrap_or_else(|| dir.join("target/wop"));
     let mut folders = Vec::new();
     for files in &packs {
@@ -180,6 +200,7 @@ pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
             provider: args.provider.clone(),
             model: args.model.clone(),
             timeout_ms: args.timeout_ms,
+            other_addons: args.addon_for.clone(),
         };
         let folder = write_pack_files(files, &options).map_err(|e| Failure {
             exit: e.exit,

@@ -4,7 +4,9 @@
 //! cargo wop new NAME [--pack community.OWNER.PACK] [--sdk-path DIR]
 //!                                   a pack crate: a node with a typed call, its test, the pack
 //! cargo wop build [--release] [--folder] [--out DIR] [--provider P] [--model M]
-//!                                   the Node addon, then the pack folder (single-file by default)
+//!                 [--budget-inputs FILE] [--deny-budget-warnings]
+//!                                   the Node addon, its budget check, then the pack folder
+//!                                   (single-file by default)
 //! cargo wop dev --host-dir DIR [--out DIR]
 //!                                   the folder form, mounted into openwop-app's local packs folder
 //! cargo wop keygen --key-id ID (--pack NAME | --namespace PATTERN…) [--out DIR]
@@ -21,6 +23,7 @@
 //! 0 success, 1 a failure, 2 a usage error.
 //!
 
+mod budget;
 mod build;
 mod check;
 mod dev;

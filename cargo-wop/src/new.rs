@@ -88,6 +88,10 @@ pub(crate) fn run(args: &NewArgs) -> Result<(), Failure> {
         &dir.join("tests/nodes.rs"),
         &fill(include_str!("template/test.rs.txt")),
     )?;
+    write(
+        &dir.join(crate::budget::INPUTS_FILE),
+        &fill(include_str!("template/budget-inputs.json.txt")),
+    )?;
     write(&dir.join(".gitignore"), "/target\n")?;
     // The versions the SDK is tested with: the new crate resolves to them (and shares a target
     // folder's builds with the SDK).

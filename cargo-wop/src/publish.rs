@@ -34,15 +34,9 @@ pub struct PublishArgs {
     /// The registry folder (a checkout of openwop/openwop-registry, or an empty folder).
     #[arg(long, value_name = "DIR")]
     pub registry: PathBuf,
-    /// The pack folder (default: the one folder `cargo wop build` wrote under `target/wop/`).
-    #[arg(long, value_name = "DIR")]
-    pub pack_dir: Option<PathBuf>,
-    /// The private key (PKCS#8 PEM, as `cargo wop keygen` writes it).
-    #[arg(long, value_name = "FILE")]
-    pub key: PathBuf,
-    /// The key id (default: the key file's name without `.pem`).
-    #[arg(long, value_name = "ID")]
-    pub key_id: Option<String>,
+    /// The pack folder and the key, as `cargo wop sign` takes them.
+    #[command(flatten)]
+    pub sign: crate::sign::SignArgs,
     /// Write only the v2 tree (no `/v1/` copy for today's openwop-app installer).
     #[arg(long)]
     pub v2_only: bool,
@@ -251,14 +245,14 @@ fn publish_key(
 
 /// `cargo wop publish`: answers the path of the v2 version manifest.
 pub fn run(args: &PublishArgs) -> Result<PathBuf> {
-    let folder = PackFolder::open(args.pack_dir.as_deref())?;
+    let folder = PackFolder::open(args.sign.pack_dir.as_deref())?;
     if folder.is_folder_form() {
         return Err(WopError::usage(format!(
             "{}: pack.json `x-wopSdk.addon.file`: the folder form (the addon beside index.mjs) cannot be published: a registry install keeps only pack.json, index.mjs, schemas/, keys/ and prompts/; build the single-file form (`cargo wop build` without --folder)",
             folder.dir.display()
         )));
     }
-    let (key, key_id) = key_and_id(&args.key, args.key_id.as_deref())?;
+    let (key, key_id) = key_and_id(&args.sign.key, args.sign.key_id.as_deref())?;
     let (name, version) = (folder.name.clone(), folder.version.clone());
     let rewritten = rewrite_schema_ids(&folder)?;
     eprintln!(

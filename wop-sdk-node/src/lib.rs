@@ -100,7 +100,7 @@ mod task;
 
 pub use errors::map_host_error;
 pub use host::{HostKind, JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT, host_document};
-pub use run::{ABI_VERSION, manifests_json, pack_files_json, run_node};
+pub use run::{ABI_VERSION, budget_check_json, manifests_json, pack_files_json, run_node};
 pub use task::{cancel, resume, start};
 
 /// Exports the nodes of one or more packs as a Node native addon. Invoke it once, at the root of
@@ -117,7 +117,8 @@ pub use task::{cancel, resume, start};
 ///
 /// The addon exports `wopAbi()` (the bridge's ABI version, checked by `index.mjs`),
 /// `wopManifests()` (the packs' `pack.json`, a JSON array), `wopPackFiles()` (each pack's
-/// `pack.json` and schema files, [`pack_files_json`], what `cargo wop build` reads), and [`start`], [`resume`] and
+/// `pack.json` and schema files, [`pack_files_json`], what `cargo wop build` reads),
+/// `wopBudgetCheck(inputs)` ([`budget_check_json`], what `cargo wop build` reports), and [`start`], [`resume`] and
 /// [`cancel`] as `wopStart`, `wopResume`, `wopCancel`: one node execution, driven call by call
 /// from the host's thread. Each argument is an expression of type `wop_sdk::manifest::Pack`,
 /// evaluated once, at the first call.
@@ -154,6 +155,11 @@ macro_rules! addon {
             #[$crate::__private::napi_derive::napi(js_name = "wopPackFiles")]
             pub fn pack_files() -> ::std::string::String {
                 $crate::pack_files_json(packs())
+            }
+
+            #[$crate::__private::napi_derive::napi(js_name = "wopBudgetCheck")]
+            pub fn budget_check(inputs: ::std::string::String) -> ::std::string::String {
+                $crate::budget_check_json(packs(), &inputs)
             }
 
             #[$crate::__private::napi_derive::napi(js_name = "wopStart")]

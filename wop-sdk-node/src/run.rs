@@ -29,6 +29,47 @@ pub fn pack_files_json(packs: &[Pack]) -> String {
     .to_string()
 }
 
+/// The budget check of every pack for `inputs` (a JSON object `{typeId: input, ...}`), as JSON:
+/// `{"warnings": [line, ...], "unchecked": [[typeId, why], ...]}`. A warning is a node whose
+/// `max_calls` cannot fit its planned calls on a host without `aiProviders.callAccounting`
+/// ([`Pack::budget_warnings`], against the host the bridge assumes, [`OPENWOP_APP_SNAPSHOT`]); a
+/// node is unchecked when `inputs` has none for it or its plan for the input has no calls (no
+/// `#[wop_node(plan = ...)]`). What `cargo wop build` reports.
+pub fn budget_check_json(packs: &[Pack], inputs: &str) -> String {
+    let inputs: Value = match serde_json::from_str(inputs) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            return json!({"error": "the inputs are not a JSON object {typeId: input}"})
+                .to_string();
+        }
+        Err(e) => return json!({"error": format!("the inputs are not JSON: {e}")}).to_string(),
+    };
+    let caps = CapabilityDocument::from_json(
+        &serde_json::from_str(OPENWOP_APP_SNAPSHOT).unwrap_or(Value::Null),
+    )
+    .map(|d| wop_sdk::Capabilities::negotiate(crate::host_document(d)));
+    let Ok(caps) = caps else {
+        return json!({"error": "the bridge's capability snapshot does not read"}).to_string();
+    };
+    let mut warnings = Vec::new();
+    let mut unchecked = Vec::new();
+    for pack in packs {
+        warnings.extend(pack.budget_warnings(&caps, &inputs));
+        for node in pack.nodes() {
+            let type_id = node.spec().type_id;
+            let why = match inputs.get(type_id).map(|input| node.plan_json(input)) {
+                None => "no input for it in the budget inputs",
+                Some(Ok(plan)) if plan.calls.is_empty() => {
+                    "its plan has no calls (`#[wop_node(plan = ...)]` declares them)"
+                }
+                Some(_) => continue,
+            };
+            unchecked.push(json!([type_id, why]));
+        }
+    }
+    json!({"warnings": warnings, "unchecked": unchecked}).to_string()
+}
+
 fn failure(error: &ErrorEnvelope) -> String {
     let mut e = json!({"code": error.error.as_str(), "message": error.message});
     if let Some(details) = &error.details {

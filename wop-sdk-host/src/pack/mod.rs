@@ -28,6 +28,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use wop_sdk::manifest::{Pack, validate_manifest};
 
+mod addon;
+pub use addon::PlatformAddon;
+use addon::node_platform;
+
 /// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
 pub const BRIDGE_ABI: u32 = 1;
 
@@ -94,6 +98,14 @@ pub struct PackOptions {
     #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = DEFAULT_TIMEOUT_MS,
           value_parser = clap::value_parser!(u64).range(1..)))]
     pub timeout_ms: u64,
+    /// Addons built on other machines, carried beside this machine's in the single-file form
+    /// (`PLATFORM-ARCH=FILE`, e.g. `linux-arm64=lib.so`; repeatable): `index.mjs` loads the one
+    /// for the platform and architecture it runs on.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "addon-for", value_name = "PLATFORM-ARCH=FILE")
+    )]
+    pub other_addons: Vec<PlatformAddon>,
 }
 
 /// A pack as files: its `pack.json` (v2: `runtime {language: "javascript", entry: "index.mjs"}`,
@@ -150,23 +162,6 @@ fn pretty(v: &Value) -> Vec<u8> {
     text.into_bytes()
 }
 
-/// This machine's platform and architecture as Node names them (`process.platform`,
-/// `process.arch`): the addon was built here, for here.
-fn node_platform() -> (&'static str, &'static str) {
-    let platform = match std::env::consts::OS {
-        "macos" => "darwin",
-        "windows" => "win32",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        "x86" => "ia32",
-        other => other,
-    };
-    (platform, arch)
-}
-
 fn js_string(s: &str) -> String {
     Value::String(s.to_owned()).to_string()
 }
@@ -201,14 +196,35 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
             return Err(PackError::usage(format!("{flag}: must not be empty")));
         }
     }
+    if !options.single_file && !options.other_addons.is_empty() {
+        return Err(PackError::usage(
+            "--addon-for: only the single-file form carries addons for other platforms (the folder form is a dev mount, on this machine)",
+        ));
+    }
+    let mut others = Vec::new();
+    for other in &options.other_addons {
+        let target = format!("{}-{}", other.platform, other.arch);
+        if others.iter().any(|(t, _, _)| *t == target) {
+            return Err(PackError::usage(format!(
+                "--addon-for {target}: given twice"
+            )));
+        }
+        let bytes = addon::read_other(other)?;
+        let sha = wop_sdk::hex::of_bytes(&Sha256::digest(&bytes));
+        others.push((target, sha, bytes));
+    }
     let name = files.name()?;
     let mut manifest = files.manifest.clone();
     let schemas = &files.schemas;
     let addon_file = format!("{name}.node");
     let sha = wop_sdk::hex::of_bytes(&Sha256::digest(&addon));
+    let (platform, arch) = node_platform();
+    let platforms: Vec<String> = std::iter::once(format!("{platform}-{arch}"))
+        .chain(others.iter().map(|(t, _, _)| t.clone()))
+        .collect();
     manifest["x-wopSdk"] = json!({
         "bridgeAbi": BRIDGE_ABI,
-        "addon": if options.single_file { json!({"embedded": true, "sha256": sha}) }
+        "addon": if options.single_file { json!({"embedded": true, "sha256": sha, "platforms": platforms}) }
                  else { json!({"file": addon_file, "sha256": sha}) },
     });
     validate_manifest(&manifest).map_err(|errors| {
@@ -226,16 +242,23 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
     for (path, schema) in schemas {
         write(&dir.join(path), &pretty(schema))?;
     }
-    let (platform, arch) = node_platform();
     let addon_js = if options.single_file {
-        format!(
-            "{{ embedded: [{{ platform: {}, arch: {}, name: {}, sha256: {}, base64: {} }}] }}",
-            js_string(platform),
-            js_string(arch),
-            js_string(&addon_file),
-            js_string(&sha),
-            js_string(&base64::engine::general_purpose::STANDARD.encode(&addon))
-        )
+        let entry = |target: &str, sha: &str, bytes: &[u8]| {
+            let (platform, arch) = target.split_once('-').unwrap_or((target, ""));
+            format!(
+                "{{ platform: {}, arch: {}, name: {}, sha256: {}, base64: {} }}",
+                js_string(platform),
+                js_string(arch),
+                js_string(&format!("{name}.{target}.node")),
+                js_string(sha),
+                js_string(&base64::engine::general_purpose::STANDARD.encode(bytes))
+            )
+        };
+        let here = format!("{platform}-{arch}");
+        let entries: Vec<String> = std::iter::once(entry(&here, &sha, &addon))
+            .chain(others.iter().map(|(t, s, b)| entry(t, s, b)))
+            .collect();
+        format!("{{ embedded: [{}] }}", entries.join(", "))
     } else {
         write(&dir.join(&addon_file), &addon)?;
         format!(
@@ -276,6 +299,7 @@ mod tests {
             provider: Some("mock".into()),
             model: None,
             timeout_ms: DEFAULT_TIMEOUT_MS,
+            other_addons: Vec::new(),
         }
     }
 
@@ -333,6 +357,51 @@ mod tests {
         let index = std::fs::read_to_string(folder.join("index.mjs")).expect("index");
         let b64 = base64::engine::general_purpose::STANDARD.encode(b"not really an addon");
         assert!(index.contains(&b64));
+        // An addon for another platform rides beside this machine's; the folder form refuses it.
+        let (p, _) = node_platform();
+        let (other, machine) = if p == "linux" && std::env::consts::ARCH == "aarch64" {
+            ("linux-x64", 62_u16)
+        } else {
+            ("linux-arm64", 183)
+        };
+        let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+        elf.resize(18, 0);
+        elf.extend_from_slice(&machine.to_le_bytes());
+        elf.resize(64, 0);
+        std::fs::write(dir.join("other.so"), &elf).expect("other");
+        let two = PackOptions {
+            other_addons: vec![
+                format!("{other}={}", dir.join("other.so").display())
+                    .parse()
+                    .expect("parses"),
+            ],
+            ..single.clone()
+        };
+        let folder = write_pack(&pack, &two).expect("written");
+        let index = std::fs::read_to_string(folder.join("index.mjs")).expect("index");
+        assert!(index.contains(&base64::engine::general_purpose::STANDARD.encode(&elf)));
+        assert!(index.contains(&format!("name: \"community.example.echo.{other}.node\"")));
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(folder.join("pack.json")).expect("pack.json"))
+                .expect("JSON");
+        assert_eq!(manifest["x-wopSdk"]["addon"]["platforms"][1], other);
+        let e = write_pack(
+            &pack,
+            &PackOptions {
+                single_file: false,
+                ..two.clone()
+            },
+        )
+        .expect_err("folder form");
+        assert!(
+            e.message.contains("only the single-file form"),
+            "{}",
+            e.message
+        );
+        let mut twice = two.clone();
+        twice.other_addons.push(twice.other_addons[0].clone());
+        let e = write_pack(&pack, &twice).expect_err("twice");
+        assert!(e.message.contains("given twice"), "{}", e.message);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
