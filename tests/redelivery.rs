@@ -9,10 +9,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use wop_sdk::host::{BoxFuture, RunId};
 use wop_sdk::wire::{ErrorCode, kind};
 use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
+use wop_sdk_host::journal::SqliteJournal;
 use wop_sdk_host::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
     ScriptedProvider, Step,
@@ -39,6 +41,13 @@ async fn one_call(ctx: &NodeCtx<'_>, input: In) -> Result<Title, NodeError> {
     let c = ctx
         .call_ai(AiRequest::<Title>::prompt(input.topic).beneficiaries(["ana"]))
         .await?;
+    if let Ok(dir) = std::env::var("WOP_CRASH_DIR")
+        && std::env::var("WOP_CRASH_CHILD").as_deref() == Ok("after-outcome")
+    {
+        // The node holds its completion; the outcome is deferred, not yet committed.
+        mark(Path::new(&dir));
+        std::future::pending::<()>().await;
+    }
     c.into_output().map_err(|e| NodeError::new(e.to_string()))
 }
 
@@ -79,9 +88,10 @@ fn crash_child() {
     };
     let dir = PathBuf::from(dir);
     child_runtime().block_on(async {
-        let builder = LocalHost::builder()
-            .sqlite_journal(dir.join("journal.sqlite"))
-            .expect("journal");
+        let journal = SqliteJournal::open(dir.join("journal.sqlite")).expect("journal");
+        // Deferred writes wait for a durable one: no flush on a timer can race the kill.
+        journal.set_flush_window(Duration::from_secs(3600));
+        let builder = LocalHost::builder().journal(Arc::new(journal));
         let builder = match mode.as_str() {
             "after-dispatch" => builder.provider(Silent(dir.clone())),
             "after-reply" => {
@@ -102,6 +112,11 @@ fn crash_child() {
                         }
                     })
             }
+            "after-outcome" | "after-end" => builder.provider(ScriptedProvider::new(
+                [Step::json(&json!({"title": "first"}), 9)]
+                    .into_iter()
+                    .collect(),
+            )),
             _ => builder.provider(ScriptedProvider::default()),
         };
         let host = builder.build();
@@ -110,7 +125,12 @@ fn crash_child() {
             owner: Some("owner".into()),
             ..RunOptions::default()
         };
-        let _ = host.run_with(&OneCall, input(), options).await;
+        let outcome = host.run_with(&OneCall, input(), options).await;
+        if mode == "after-end" && outcome.result.is_ok() {
+            // The run's result is out: everything before it must be durable now.
+            mark(&dir);
+            std::future::pending::<()>().await;
+        }
     });
     panic!("the child should have been killed before finishing");
 }
@@ -207,6 +227,46 @@ async fn killed_after_the_reply_before_the_terminal_write_the_call_is_ambiguous(
     assert!(
         host.ledger(None).await.expect("ledger").is_empty(),
         "the unknown generation is never charged"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn killed_while_the_outcome_waits_for_the_next_durable_write_the_call_is_ambiguous() {
+    // The node got its completion; the outcome was deferred (a crash loses it like a crash
+    // before the terminal write): the provider is not asked again and nothing is charged.
+    let dir = crash_at("after-outcome");
+    let (host, provider, outcome) = redeliver(&dir).await;
+    assert_eq!(
+        outcome.result.expect_err("ambiguous").error,
+        ErrorCode::UpstreamUnavailable
+    );
+    assert_eq!(provider.request_count(), 0, "no second dispatch");
+    assert!(
+        host.ledger(None).await.expect("ledger").is_empty(),
+        "the unknown generation is never charged"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn killed_after_the_run_returned_everything_before_it_is_durable() {
+    // The node's end is a durable write: it carried the deferred outcome, the charge and the
+    // run's record, so redelivery replays the result and charges nothing again.
+    let dir = crash_at("after-end");
+    let (host, provider, outcome) = redeliver(&dir).await;
+    assert_eq!(outcome.result.expect("replayed")["title"], "first");
+    assert_eq!(provider.request_count(), 0, "no new provider request");
+    let ledger = host.ledger(Some(&RunId::new(RUN))).await.expect("ledger");
+    assert_eq!(ledger.len(), 1, "charged once, before the crash");
+    assert_eq!(ledger[0].charge.beneficiaries, ["ana"]);
+    assert!(
+        host.journal()
+            .run(&RunId::new(RUN))
+            .await
+            .expect("run")
+            .is_some(),
+        "the run's record"
     );
     let _ = std::fs::remove_dir_all(dir);
 }

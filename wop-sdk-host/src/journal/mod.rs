@@ -24,7 +24,7 @@ pub use fingerprint::{Fingerprint, fingerprint};
 pub use lease::Lease;
 pub use memory::{MemoryJournal, Retention};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteJournal;
+pub use sqlite::{DEFAULT_FLUSH_WINDOW, SqliteJournal};
 pub use wop_sdk::wire::canonical_json;
 
 use serde::{Deserialize, Serialize};
@@ -178,6 +178,16 @@ pub struct RunRecord {
 
 /// The store behind the local host. Implementations must make [`Journal::begin`]'s write durable
 /// before it returns, and [`Journal::finish`] atomic.
+///
+/// Durability, for a store that has it: every write is applied in the order it was made and seen
+/// by later reads at once. The identity writes (`begin*`, [`Journal::record_request`]), leases
+/// and a node's end (`node.completed` / `node.failed` through [`Journal::append_event`]) are
+/// durable when they return. [`Journal::finish`], [`Journal::begin_run`] and the other events may
+/// be *deferred*: durable at the latest with the next durable write, which a store makes durable
+/// together with everything written before it (so the run's result never leaves the process
+/// before the outcomes it rests on are durable). A crash may lose a deferred write; for an
+/// outcome that is the same as a crash just before it, and the call is then ambiguous and never
+/// charged. The SQLite journal defers; [`MemoryJournal`] keeps nothing across a crash.
 pub trait Journal: Send + Sync {
     /// Registers a run (idempotent).
     fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>>;
@@ -262,7 +272,7 @@ pub trait Journal: Send + Sync {
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
     /// Writes the terminal outcome, its charge and the call's events in one transaction, and
-    /// gives up the call's lease. An event that breaks a payload rule ([`Event::check`]) refuses
+    /// gives up the call's lease; may be deferred (see the trait). An event that breaks a payload rule ([`Event::check`]) refuses
     /// the whole write: all or nothing.
     fn finish<'a>(
         &'a self,

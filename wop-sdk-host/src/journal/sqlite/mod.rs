@@ -3,9 +3,25 @@
 //! A dedicated writer thread owns the connection. Every journal call becomes a command sent to it
 //! over a channel and answered through a oneshot. The thread drains every command already queued
 //! and runs them in one transaction (group commit: one fsync for the batch), each inside its own
-//! savepoint so that a failing command fails alone; the answers go out only after the commit, so
-//! [`Journal::begin`] is durable before it returns. When the commit itself fails, every command of
+//! savepoint so that a failing command fails alone. When the commit itself fails, every command of
 //! that batch fails with [`JournalError::Io`] and nothing of it is kept.
+//!
+//! **What is durable when.** A write something outside the process may act on is answered only
+//! after its commit: a call's identity and each announced provider request (before the request
+//! is dispatched), a lease and its heartbeat (another host reads them), and a node's end
+//! (`node.completed` / `node.failed`: the run's result leaves the process after it). The other
+//! writes are *deferred*: a call's outcome, its charge and events ([`Journal::finish`]), a run's
+//! record ([`Journal::begin_run`]) and its other events are answered as soon as they ran, and
+//! become durable with the next durable write, from this caller or any other, in the same
+//! commit, or on their own when the flush window ends ([`DEFAULT_FLUSH_WINDOW`],
+//! [`SqliteJournal::set_flush_window`]). So a call costs one commit, its identity's, which also
+//! carries the previous call's outcome, and a node's last outcome rides on its end.
+//!
+//! A crash before that commit loses the deferred writes as if they had not been made: the call's
+//! identity stands without an outcome, and redelivery reports the call's outcome as unknown and
+//! charges nothing for it (exactly as for a crash between the provider's reply and the terminal
+//! write), never a second dispatch. Nothing another party saw is lost, since every result that
+//! leaves the process does so after a durable write that carries what came before it.
 //!
 //! Opening inspects an existing file before SQLite may write to it: the header is checked by hand
 //! (magic, page size, declared length against the file length, schema version), then a read-only
@@ -34,12 +50,17 @@ use rusqlite::{Connection, OpenFlags};
 use schema::{check_tables, migrate};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 use tokio::sync::oneshot;
 use wop_sdk::host::BoxFuture;
-use writer::{Job, Task, writer_loop};
+use writer::{Counters, Durability, Job, Task, Writer};
+
+/// How long deferred writes wait for a durable write to carry them before the journal commits
+/// them on their own: 10 ms.
+pub const DEFAULT_FLUSH_WINDOW: Duration = Duration::from_millis(10);
 
 /// A journal in one SQLite file.
 pub struct SqliteJournal {
@@ -47,7 +68,7 @@ pub struct SqliteJournal {
     read_only: bool,
     tx: Option<mpsc::Sender<Box<dyn Task>>>,
     writer: Option<JoinHandle<()>>,
-    commits: Arc<AtomicU64>,
+    counters: Arc<Counters>,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -55,7 +76,7 @@ impl fmt::Debug for SqliteJournal {
         f.debug_struct("SqliteJournal")
             .field("path", &self.path)
             .field("read_only", &self.read_only)
-            .field("commits", &self.commits.load(Ordering::Relaxed))
+            .field("commits", &self.commits())
             .finish()
     }
 }
@@ -142,18 +163,18 @@ impl SqliteJournal {
 
     fn spawn(path: PathBuf, read_only: bool, conn: Connection) -> Result<Self, JournalError> {
         let (tx, rx) = mpsc::channel::<Box<dyn Task>>();
-        let commits = Arc::new(AtomicU64::new(0));
-        let counter = Arc::clone(&commits);
+        let counters = Arc::new(Counters::new(DEFAULT_FLUSH_WINDOW));
+        let shared = Arc::clone(&counters);
         let writer = std::thread::Builder::new()
             .name("wop-journal".into())
-            .spawn(move || writer_loop(conn, rx, &counter))
+            .spawn(move || Writer::new(conn, &shared).run(&rx))
             .map_err(|e| JournalError::Io(format!("cannot start the journal thread: {e}")))?;
         Ok(Self {
             path,
             read_only,
             tx: Some(tx),
             writer: Some(writer),
-            commits,
+            counters,
         })
     }
 
@@ -165,19 +186,37 @@ impl SqliteJournal {
     /// Transactions committed so far (each batch of writes is one, with one fsync of the WAL):
     /// how well writes are grouped under load.
     pub fn commits(&self) -> u64 {
-        self.commits.load(Ordering::Relaxed)
+        self.counters.commits.load(Ordering::Relaxed)
     }
 
-    /// Sends `work` to the journal thread; the future answers once it ran (and, for a write, once
-    /// its batch is committed).
-    fn submit<T, F>(&self, write: bool, work: F) -> BoxFuture<'static, Result<T, JournalError>>
+    /// Deferred writes that were answered and then lost because their transaction could not
+    /// commit (a storage error; also logged). Each is as if it had not been made.
+    pub fn deferred_lost(&self) -> u64 {
+        self.counters.deferred_lost.load(Ordering::Relaxed)
+    }
+
+    /// How long deferred writes (a call's outcome, a run's record and its other events) may wait
+    /// for a durable write to carry them before they are committed on their own
+    /// ([`DEFAULT_FLUSH_WINDOW`] unless set). `Duration::ZERO` commits every write on its own, as
+    /// a journal without deferred writes would: one more commit per call.
+    pub fn set_flush_window(&self, window: Duration) {
+        self.counters.set_window(window);
+    }
+
+    /// Sends `work` to the journal thread; the future answers once it ran (and, for a durable
+    /// write, once its batch is committed).
+    fn submit<T, F>(
+        &self,
+        durability: Durability,
+        work: F,
+    ) -> BoxFuture<'static, Result<T, JournalError>>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Job {
-            write,
+            durability,
             work: Some(work),
             result: None,
             reply,

@@ -8,6 +8,7 @@ use super::rows::{
 };
 
 use super::errors::sql;
+use super::writer::Durability;
 use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
     checked,
@@ -19,7 +20,8 @@ use wop_sdk::wire::{Event, RunEvent};
 impl Journal for SqliteJournal {
     fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
         let run = run.clone();
-        self.submit(true, move |c| {
+        // Deferred: the run's first call identity, or its node's end, commits it.
+        self.submit(Durability::Deferred, move |c| {
             let meta = to_json(&run.meta)?;
             c.prepare_cached(
                 "INSERT OR IGNORE INTO runs (run_id, owner, replay_of, meta) VALUES (?1, ?2, ?3, ?4)",
@@ -32,7 +34,7 @@ impl Journal for SqliteJournal {
 
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
         let run = run.as_str().to_owned();
-        self.submit(false, move |c| {
+        self.submit(Durability::Read, move |c| {
             c.prepare_cached("SELECT run_id, owner, replay_of, meta FROM runs WHERE run_id = ?1")
                 .and_then(|mut s| s.query_row([run], read_run).optional())
                 .map_err(sql)?
@@ -42,7 +44,7 @@ impl Journal for SqliteJournal {
     }
 
     fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
-        self.submit(false, |c| {
+        self.submit(Durability::Read, |c| {
             let rows = c
                 .prepare_cached("SELECT run_id, owner, replay_of, meta FROM runs ORDER BY seq")
                 .and_then(|mut s| s.query_map([], read_run)?.collect::<Result<Vec<_>, _>>())
@@ -58,7 +60,7 @@ impl Journal for SqliteJournal {
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
-        self.submit(true, move |c| {
+        self.submit(Durability::Durable, move |c| {
             begin_in(c, &key, &fingerprint, &attempt_id, None)
         })
     }
@@ -71,7 +73,7 @@ impl Journal for SqliteJournal {
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
-        self.submit(true, move |c| {
+        self.submit(Durability::Durable, move |c| {
             begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))
         })
     }
@@ -83,7 +85,9 @@ impl Journal for SqliteJournal {
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let key = key.clone();
-        self.submit(true, move |c| record_request_in(c, &key, n, max_tokens))
+        self.submit(Durability::Durable, move |c| {
+            record_request_in(c, &key, n, max_tokens)
+        })
     }
 
     fn begin_leased<'a>(
@@ -96,7 +100,7 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
         let lease = lease.clone();
-        self.submit(true, move |c| {
+        self.submit(Durability::Durable, move |c| {
             let begin = begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))?;
             if begin == Begin::Fresh {
                 let (run, node, index) = key_params(&key);
@@ -119,7 +123,7 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
         let key = key.clone();
         let lease = lease.clone();
-        self.submit(true, move |c| {
+        self.submit(Durability::Durable, move |c| {
             let held = read_lease(c, &key)?;
             if held.is_none_or(|h| h.holder != lease.holder) {
                 return Ok(false);
@@ -140,7 +144,7 @@ impl Journal for SqliteJournal {
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
         let key = key.clone();
-        self.submit(false, move |c| read_lease(c, &key))
+        self.submit(Durability::Read, move |c| read_lease(c, &key))
     }
 
     fn finish<'a>(
@@ -153,7 +157,8 @@ impl Journal for SqliteJournal {
         let key = key.clone();
         let outcome = outcome.clone();
         let charge = charge.cloned();
-        self.submit(true, move |c| {
+        // Deferred: the next call's identity, or the node's end, commits it (see the module).
+        self.submit(Durability::Deferred, move |c| {
             super::rows::finish(c, &key, &outcome, charge.as_ref(), &events)
         })
     }
@@ -163,7 +168,7 @@ impl Journal for SqliteJournal {
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>> {
         let key = key.clone();
-        self.submit(false, move |c| {
+        self.submit(Durability::Read, move |c| {
             let Some((attempt_id, hex, requests, outcome)) = read_call(c, &key)? else {
                 return Ok(None);
             };
@@ -185,7 +190,7 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
         let run = run.as_str().to_owned();
         let attempt_id = attempt_id.to_owned();
-        self.submit(false, move |c| {
+        self.submit(Durability::Read, move |c| {
             let outcomes = c
                 .prepare_cached(
                     "SELECT outcome FROM calls WHERE run_id = ?1 AND attempt_id = ?2 \
@@ -214,7 +219,13 @@ impl Journal for SqliteJournal {
         event: Event,
     ) -> BoxFuture<'a, Result<u64, JournalError>> {
         let run = run.as_str().to_owned();
-        self.submit(true, move |c| {
+        // A node's end is what the run's result leaves the process after: durable, and it
+        // commits every deferred write before it. Other events are deferred.
+        let durability = match event {
+            Event::NodeCompleted(_) | Event::NodeFailed(_) => Durability::Durable,
+            _ => Durability::Deferred,
+        };
+        self.submit(durability, move |c| {
             checked(&event)?;
             push_event(c, &run, &event)
         })
@@ -222,7 +233,7 @@ impl Journal for SqliteJournal {
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
         let run = run.as_str().to_owned();
-        self.submit(false, move |c| super::rows::events(c, &run))
+        self.submit(Durability::Read, move |c| super::rows::events(c, &run))
     }
 
     fn charges<'a>(
@@ -230,11 +241,13 @@ impl Journal for SqliteJournal {
         run: Option<&'a RunId>,
     ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
         let run = run.map(|r| r.as_str().to_owned());
-        self.submit(false, move |c| super::rows::charges(c, run.as_deref()))
+        self.submit(Durability::Read, move |c| {
+            super::rows::charges(c, run.as_deref())
+        })
     }
 
     fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
-        self.submit(false, |c| {
+        self.submit(Durability::Read, |c| {
             let n: i64 = c
                 .query_row("SELECT COUNT(*) FROM calls", [], |r| r.get(0))
                 .map_err(sql)?;

@@ -1,10 +1,19 @@
 //! The writer thread: it owns the connection, drains the commands already queued and runs them
-//! in one transaction (group commit), one savepoint per command, answering after the commit.
+//! in one transaction (group commit), one savepoint per command.
+//!
+//! A command is a read, a durable write or a deferred write ([`Durability`]). A durable write is
+//! answered after the commit that holds it. A deferred write is answered as soon as it ran: its
+//! transaction stays open, and the commit of the next durable write (from any caller) makes it
+//! durable with that write; when none comes within the flush window, the thread commits it on
+//! its own. So a call's outcome rides on the next call's identity, or on the node's completion,
+//! instead of costing a commit (and an fsync) of its own. Reads run on the same connection and
+//! see deferred writes at once.
 
 use crate::journal::JournalError;
 use rusqlite::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::errors::sql;
@@ -12,9 +21,21 @@ use super::errors::sql;
 /// The most commands one transaction takes.
 pub(super) const MAX_BATCH: usize = 512;
 
+/// When a command's effect is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Durability {
+    /// A read: answered when it ran.
+    Read,
+    /// A write answered once committed (an fsync of the WAL).
+    Durable,
+    /// A write answered once it ran; committed with the next durable write, or at the latest
+    /// when the flush window ends. A crash before that loses it as if it had not been made.
+    Deferred,
+}
+
 /// A command for the journal thread, type-erased.
 pub(super) trait Task: Send {
-    fn is_write(&self) -> bool;
+    fn durability(&self) -> Durability;
     /// Runs the command; true when it succeeded.
     fn exec(&mut self, conn: &Connection) -> bool;
     /// Answers the caller: the command's own result, or `failure` when its batch was lost.
@@ -22,7 +43,7 @@ pub(super) trait Task: Send {
 }
 
 pub(super) struct Job<T, F> {
-    pub(super) write: bool,
+    pub(super) durability: Durability,
     pub(super) work: Option<F>,
     pub(super) result: Option<Result<T, JournalError>>,
     pub(super) reply: oneshot::Sender<Result<T, JournalError>>,
@@ -33,8 +54,8 @@ where
     T: Send,
     F: FnOnce(&Connection) -> Result<T, JournalError> + Send,
 {
-    fn is_write(&self) -> bool {
-        self.write
+    fn durability(&self) -> Durability {
+        self.durability
     }
 
     fn exec(&mut self, conn: &Connection) -> bool {
@@ -58,88 +79,202 @@ where
     }
 }
 
-pub(super) fn writer_loop(
-    conn: Connection,
-    rx: mpsc::Receiver<Box<dyn Task>>,
-    commits: &AtomicU64,
-) {
-    while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(task) => batch.push(task),
-                Err(_) => break,
-            }
-        }
-        run_batch(&conn, batch, commits);
-    }
-    let _ = conn.close();
+/// The counters the journal reads, and the flush window it sets.
+#[derive(Debug)]
+pub(super) struct Counters {
+    /// The flush window, in nanoseconds.
+    window_ns: AtomicU64,
+    /// Transactions committed.
+    pub(super) commits: AtomicU64,
+    /// Deferred writes answered and then lost because their transaction did not commit (a
+    /// storage error): each is as if it had not been made, which the next durable write's
+    /// error, or a crash, would also have meant.
+    pub(super) deferred_lost: AtomicU64,
 }
 
-/// Runs a batch: reads alone run as they are; with a write, the whole batch is one transaction,
-/// one savepoint per command, answered after the commit.
-pub(super) fn run_batch(conn: &Connection, mut batch: Vec<Box<dyn Task>>, commits: &AtomicU64) {
-    if !batch.iter().any(|t| t.is_write()) {
-        for mut task in batch {
-            task.exec(conn);
-            task.answer(None);
-        }
-        return;
-    }
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-        let e = sql(e);
-        for mut task in batch {
-            if task.is_write() {
-                task.answer(Some(e.clone()));
-            } else {
-                task.exec(conn);
-                task.answer(None);
-            }
-        }
-        return;
-    }
-    let mut lost: Option<JournalError> = None;
-    for task in &mut batch {
-        if let Err(e) = conn.execute_batch("SAVEPOINT wop_cmd") {
-            lost = Some(sql(e));
-            break;
-        }
-        let ok = task.exec(conn);
-        if conn.is_autocommit() {
-            // SQLite rolled the whole transaction back (full disk, I/O error).
-            lost = Some(JournalError::Io(
-                "the journal transaction was rolled back by a storage error".into(),
-            ));
-            break;
-        }
-        let end = if ok {
-            "RELEASE wop_cmd"
-        } else {
-            "ROLLBACK TO wop_cmd; RELEASE wop_cmd"
+impl Counters {
+    pub(super) fn new(window: Duration) -> Self {
+        let c = Self {
+            window_ns: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            deferred_lost: AtomicU64::new(0),
         };
-        if let Err(e) = conn.execute_batch(end) {
-            lost = Some(sql(e));
-            break;
+        c.set_window(window);
+        c
+    }
+
+    pub(super) fn set_window(&self, window: Duration) {
+        let ns = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
+        self.window_ns.store(ns, Ordering::Relaxed);
+    }
+
+    fn window(&self) -> Duration {
+        Duration::from_nanos(self.window_ns.load(Ordering::Relaxed))
+    }
+}
+
+/// The thread's state: the connection, and the transaction left open by deferred writes.
+pub(super) struct Writer<'a> {
+    conn: Connection,
+    counters: &'a Counters,
+    /// When the open transaction began, and how many deferred writes it holds.
+    open: Option<(Instant, u64)>,
+}
+
+impl<'a> Writer<'a> {
+    pub(super) fn new(conn: Connection, counters: &'a Counters) -> Self {
+        Self {
+            conn,
+            counters,
+            open: None,
         }
     }
-    let failure = match lost {
-        Some(e) => Some(e),
-        None => match conn.execute_batch("COMMIT") {
+
+    /// Runs commands until every sender is gone, then commits what is open and closes.
+    pub(super) fn run(mut self, rx: &mpsc::Receiver<Box<dyn Task>>) {
+        loop {
+            let first = match self.open {
+                None => match rx.recv() {
+                    Ok(task) => task,
+                    Err(_) => break,
+                },
+                Some((since, _)) => {
+                    let end = since.checked_add(self.counters.window());
+                    let left = end.map_or(Duration::from_secs(3600), |end| {
+                        end.saturating_duration_since(Instant::now())
+                    });
+                    match rx.recv_timeout(left) {
+                        Ok(task) => task,
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            let _ = self.commit();
+                            continue;
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            };
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(task) => batch.push(task),
+                    Err(_) => break,
+                }
+            }
+            self.run_batch(batch);
+        }
+        let _ = self.commit();
+        let _ = self.conn.close();
+    }
+
+    /// Commits the open transaction, if any.
+    fn commit(&mut self) -> Option<JournalError> {
+        let (_, deferred) = self.open.take()?;
+        match self.conn.execute_batch("COMMIT") {
             Ok(()) => {
-                commits.fetch_add(1, Ordering::Relaxed);
+                self.counters.commits.fetch_add(1, Ordering::Relaxed);
                 None
             }
-            Err(e) => Some(JournalError::Io(format!(
-                "the journal could not commit: {}",
-                message(&sql(e))
-            ))),
-        },
-    };
-    if failure.is_some() && !conn.is_autocommit() {
-        let _ = conn.execute_batch("ROLLBACK");
+            Err(e) => {
+                if !self.conn.is_autocommit() {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                }
+                self.lose(deferred);
+                Some(JournalError::Io(format!(
+                    "the journal could not commit: {}",
+                    message(&sql(e))
+                )))
+            }
+        }
     }
-    for task in batch {
-        task.answer(failure.clone());
+
+    fn lose(&self, deferred: u64) {
+        if deferred > 0 {
+            self.counters
+                .deferred_lost
+                .fetch_add(deferred, Ordering::Relaxed);
+            tracing::error!(
+                deferred,
+                "the journal lost deferred writes: their transaction did not commit"
+            );
+        }
+    }
+
+    /// Runs a batch. Reads alone, outside a transaction, run as they are. Otherwise the batch
+    /// joins the open transaction (or begins one), one savepoint per command; with a durable
+    /// write in it (or no flush window) the transaction commits before anyone of the batch is
+    /// answered, else everyone is answered and it stays open.
+    pub(super) fn run_batch(&mut self, mut batch: Vec<Box<dyn Task>>) {
+        let writes = batch.iter().any(|t| t.durability() != Durability::Read);
+        if !writes && self.open.is_none() {
+            for mut task in batch {
+                task.exec(&self.conn);
+                task.answer(None);
+            }
+            return;
+        }
+        if self.open.is_none() {
+            if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+                let e = sql(e);
+                for mut task in batch {
+                    if task.durability() == Durability::Read {
+                        task.exec(&self.conn);
+                        task.answer(None);
+                    } else {
+                        task.answer(Some(e.clone()));
+                    }
+                }
+                return;
+            }
+            self.open = Some((Instant::now(), 0));
+        }
+        let mut lost: Option<JournalError> = None;
+        for task in &mut batch {
+            if let Err(e) = self.conn.execute_batch("SAVEPOINT wop_cmd") {
+                lost = Some(sql(e));
+                break;
+            }
+            let ok = task.exec(&self.conn);
+            if self.conn.is_autocommit() {
+                // SQLite rolled the whole transaction back (full disk, I/O error).
+                lost = Some(JournalError::Io(
+                    "the journal transaction was rolled back by a storage error".into(),
+                ));
+                break;
+            }
+            let end = if ok {
+                "RELEASE wop_cmd"
+            } else {
+                "ROLLBACK TO wop_cmd; RELEASE wop_cmd"
+            };
+            if let Err(e) = self.conn.execute_batch(end) {
+                lost = Some(sql(e));
+                break;
+            }
+        }
+        if let Some(e) = lost {
+            if !self.conn.is_autocommit() {
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+            if let Some((_, deferred)) = self.open.take() {
+                self.lose(deferred);
+            }
+            for task in batch {
+                task.answer(Some(e.clone()));
+            }
+            return;
+        }
+        let durable = self.counters.window().is_zero()
+            || batch.iter().any(|t| t.durability() == Durability::Durable);
+        if let Some((_, deferred)) = &mut self.open {
+            *deferred += batch
+                .iter()
+                .filter(|t| t.durability() == Durability::Deferred)
+                .count() as u64;
+        }
+        let failure = if durable { self.commit() } else { None };
+        for task in batch {
+            task.answer(failure.clone());
+        }
     }
 }
 

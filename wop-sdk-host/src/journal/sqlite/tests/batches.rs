@@ -10,7 +10,7 @@ async fn a_failing_command_fails_alone_in_its_batch() {
     let j = SqliteJournal::open(&path).expect("open");
     let commits = j.commits();
     // Hold the thread so the next commands queue up and run as one batch.
-    let hold = j.submit(false, |_| {
+    let hold = j.submit(Durability::Read, |_| {
         std::thread::sleep(Duration::from_millis(300));
         Ok(())
     });

@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicUsize;
 pub(super) use wop_sdk::host::{AttemptKey, RunId};
 
 mod batches;
+mod deferred;
 mod refusals;
 
 /// A fresh path in its own (not yet created) directory under the system temp dir.

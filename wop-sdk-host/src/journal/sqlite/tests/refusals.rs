@@ -209,7 +209,7 @@ async fn a_full_store_is_an_io_error_not_a_panic() {
     let path = temp_path("full");
     let j = SqliteJournal::open(&path).expect("open");
     // Cap the file at its current size: the next page it needs is "disk full".
-    j.submit(true, |c| {
+    j.submit(Durability::Durable, |c| {
         let pages: i64 = c
             .query_row("PRAGMA page_count", [], |r| r.get(0))
             .map_err(sql)?;
