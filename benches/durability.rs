@@ -109,13 +109,22 @@ struct Figure {
 }
 
 /// `callers` tasks, each running runs of `CALLS_PER_RUN` calls until the time is up.
-fn journal_rate(dir: &std::path::Path, name: &str, callers: usize, d: Duration) -> Figure {
+fn journal_rate(
+    dir: &std::path::Path,
+    name: &str,
+    callers: usize,
+    window: Option<Duration>,
+    d: Duration,
+) -> Figure {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
     let journal = Arc::new(SqliteJournal::open(dir.join(format!("{name}.sqlite"))).expect("open"));
+    if let Some(window) = window {
+        journal.set_flush_window(window);
+    }
     let host = LocalHost::builder()
         .provider(Instant::default())
         .journal(journal.clone())
@@ -169,9 +178,12 @@ fn main() {
     let p1 = fsync_rate(&dir, false, 5 * 4096, false, d);
     let s1 = fsync_rate(&dir, false, 256, true, d);
     let q1 = sqlite_rate(&dir, d);
-    let one = journal_rate(&dir, "one", 1, d);
-    let eight = journal_rate(&dir, "eight", 8, d);
-    let many = journal_rate(&dir, "many", CALLERS, d);
+    let one = journal_rate(&dir, "one", 1, None, d);
+    // The same, every write committed on its own (no deferred writes): what the deferral saves.
+    let one_eager = journal_rate(&dir, "one-eager", 1, Some(Duration::ZERO), d);
+    let eight = journal_rate(&dir, "eight", 8, None, d);
+    let many = journal_rate(&dir, "many", CALLERS, None, d);
+    let many_eager = journal_rate(&dir, "many-eager", CALLERS, Some(Duration::ZERO), d);
     let q2 = sqlite_rate(&dir, d);
     let s2 = fsync_rate(&dir, false, 256, true, d);
     let p2 = fsync_rate(&dir, false, 5 * 4096, false, d);
@@ -223,6 +235,19 @@ fn main() {
         many.calls_per_sec,
         many.commits_per_call,
         many.calls_per_sec / one.calls_per_sec
+    );
+    println!(
+        "  every write committed on its own (flush window 0): 1 caller {:.0} calls/s, {:.2} commits/call; {CALLERS} callers {:.0} calls/s, {:.2} commits/call",
+        one_eager.calls_per_sec,
+        one_eager.commits_per_call,
+        many_eager.calls_per_sec,
+        many_eager.commits_per_call
+    );
+    println!(
+        "    deferred writes against it: 1 caller {:.2}x the calls/s, {:.2}x fewer commits per call; {CALLERS} callers {:.2}x the calls/s",
+        one.calls_per_sec / one_eager.calls_per_sec,
+        one_eager.commits_per_call / one.commits_per_call,
+        many.calls_per_sec / many_eager.calls_per_sec
     );
     println!(
         "  per caller count: calls/s, commits per call, commits/s as % of the fsync rate ({fsync:.0}/s):"

@@ -77,8 +77,23 @@ fn world() -> &'static World {
                 .expect("cargo runs"),
             "cargo build -p cargo-wop",
         );
-        let tmp =
-            std::env::temp_dir().join(format!("wop-cargo-wop-publish-{}", std::process::id()));
+        // The world outlives every test of this process (nothing drops a static): the worlds of
+        // processes that are gone are removed here instead.
+        let prefix = "wop-cargo-wop-publish-";
+        for entry in std::fs::read_dir(std::env::temp_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix(prefix)
+                && pid.parse::<u32>().is_ok()
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let tmp = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).expect("temp dir");
         let krate = tmp.join("hello-pack");

@@ -3,7 +3,7 @@
 //! checked to be a native library for the platform and architecture it is given for, so a file
 //! given for the wrong machine is refused when the pack is written, not when a host loads it.
 
-use super::PackError;
+use super::error::PackError;
 use std::path::PathBuf;
 use std::str::FromStr;
 

@@ -24,13 +24,14 @@
 use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use wop_sdk::manifest::{Pack, validate_manifest};
 
 mod addon;
+mod error;
 pub use addon::PlatformAddon;
 use addon::node_platform;
+pub use error::PackError;
 
 /// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
 pub const BRIDGE_ABI: u32 = 1;
@@ -40,39 +41,6 @@ pub const BRIDGE_ABI: u32 = 1;
 pub const DEFAULT_TIMEOUT_MS: u64 = 300_000;
 
 const INDEX_TEMPLATE: &str = include_str!("index.mjs");
-
-/// Why a pack folder was not written: the file, the field and the rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PackError {
-    /// 2 for a mistake in what was asked (a missing addon, an empty flag), 1 for a failure.
-    pub exit: u8,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl PackError {
-    fn usage(message: impl Into<String>) -> Self {
-        Self {
-            exit: 2,
-            message: message.into(),
-        }
-    }
-
-    fn failed(message: impl Into<String>) -> Self {
-        Self {
-            exit: 1,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for PackError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for PackError {}
 
 /// What `pack` writes, and from what.
 #[derive(Clone, Debug, PartialEq, Eq)]
