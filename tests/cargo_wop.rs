@@ -168,24 +168,22 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
 
     // The single-file form (the default), through a registry install: only pack.json, index.mjs,
     // schemas/ are kept, and the node still runs.
-    // It also carries an addon built elsewhere (here the header of a linux-arm64 library):
+    // It also carries an addon built elsewhere (here the header of a library for the other architecture):
     // index.mjs still loads this machine's.
     let registry_out = dir.join("registry-packs");
-    let mut arm64 = b"\x7fELF\x02\x01\x01".to_vec();
-    arm64.resize(18, 0);
-    arm64.extend_from_slice(&183_u16.to_le_bytes()); // e_machine: AArch64
-    arm64.resize(64, 0);
-    let arm64_file = dir.join("libmy_pack.arm64.so");
-    std::fs::write(&arm64_file, &arm64).expect("write");
-    let other = if cfg!(target_arch = "aarch64") {
-        "linux-x64"
+    // The header of a shared library for the other architecture (ELF `e_machine`: 183 AArch64,
+    // 62 x86-64).
+    let (other, machine) = if cfg!(target_arch = "aarch64") {
+        ("linux-x64", 62_u16)
     } else {
-        "linux-arm64"
+        ("linux-arm64", 183_u16)
     };
-    if other == "linux-x64" {
-        arm64[18..20].copy_from_slice(&62_u16.to_le_bytes()); // e_machine: x86-64
-        std::fs::write(&arm64_file, &arm64).expect("write");
-    }
+    let mut library = b"\x7fELF\x02\x01\x01".to_vec();
+    library.resize(18, 0);
+    library.extend_from_slice(&machine.to_le_bytes());
+    library.resize(64, 0);
+    let other_file = dir.join("libmy_pack.other.so");
+    std::fs::write(&other_file, &library).expect("write");
     run(Command::new(wop)
         .args([
             "wop",
@@ -195,7 +193,7 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
             "--model",
             "mock-1",
             "--addon-for",
-            &format!("{other}={}", arm64_file.display()),
+            &format!("{other}={}", other_file.display()),
             "--out",
         ])
         .arg(&registry_out)

@@ -2,12 +2,12 @@
 //! cannot fit its planned calls on a host without `aiProviders.callAccounting` (openwop-app),
 //! for the inputs in the crate's `budget-inputs.json` (`{typeId: input, ...}`; a node's plan
 //! depends on its input). The rule is the SDK's (`Pack::budget_warnings`), asked of the addon
-//! itself (`wopBudgetCheck`), so the check sees exactly the nodes the host will run.
+//! itself (`wopBudgetCheck`, read by `build.rs` with the packs), so the check sees exactly the
+//! nodes the host will run.
 
 use crate::{Failure, progress};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The inputs file `cargo wop new` writes and `cargo wop build` reads by default.
 pub(crate) const INPUTS_FILE: &str = "budget-inputs.json";
@@ -29,8 +29,11 @@ pub(crate) fn inputs_file(crate_dir: &Path, given: Option<&PathBuf>) -> Option<P
     }
 }
 
-/// Reads the inputs file: a JSON object whose keys are type ids.
-fn read_inputs(file: &Path) -> Result<String, Failure> {
+/// The inputs file's text (`{}` without one): a JSON object whose keys are type ids.
+pub(crate) fn read_inputs(file: Option<&Path>) -> Result<String, Failure> {
+    let Some(file) = file else {
+        return Ok("{}".to_owned());
+    };
     let text = std::fs::read_to_string(file)
         .map_err(|e| Failure::usage(format!("{}: cannot read: {e}", file.display())))?;
     match serde_json::from_str::<Value>(&text) {
@@ -43,11 +46,10 @@ fn read_inputs(file: &Path) -> Result<String, Failure> {
     }
 }
 
-/// Parses the addon's answer.
-fn parse(answer: &[u8], addon: &Path) -> Result<BudgetCheck, Failure> {
+/// The addon's answer to `wopBudgetCheck`.
+pub(crate) fn parse(v: &Value, addon: &Path) -> Result<BudgetCheck, Failure> {
     let bad =
         |why: String| Failure::failed(format!("{}: wopBudgetCheck(): {why}", addon.display()));
-    let v: Value = serde_json::from_slice(answer).map_err(|e| bad(format!("not JSON: {e}")))?;
     if let Some(error) = v["error"].as_str() {
         return Err(bad(error.to_owned()));
     }
@@ -67,31 +69,6 @@ fn parse(answer: &[u8], addon: &Path) -> Result<BudgetCheck, Failure> {
         warnings,
         unchecked,
     })
-}
-
-/// Runs the check on `addon` with the inputs of `file` (none: every node is unchecked).
-pub(crate) fn check(addon: &Path, file: Option<&Path>) -> Result<BudgetCheck, Failure> {
-    let inputs = match file {
-        Some(f) => read_inputs(f)?,
-        None => "{}".to_owned(),
-    };
-    const RUN: &str = "const m = { exports: {} }; process.dlopen(m, process.argv[1]); \
-        if (typeof m.exports.wopBudgetCheck !== 'function') { console.error('no wopBudgetCheck export (an addon of an older wop-sdk-node)'); process.exit(3); } \
-        process.stdout.write(m.exports.wopBudgetCheck(process.argv[2]));";
-    let out = Command::new("node")
-        .args(["-e", RUN])
-        .arg(addon)
-        .arg(&inputs)
-        .output()
-        .map_err(|e| Failure::failed(format!("cannot run `node` ({e})")))?;
-    if !out.status.success() {
-        return Err(Failure::failed(format!(
-            "{}: the budget check did not run: {}",
-            addon.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    parse(&out.stdout, addon)
 }
 
 /// Reports the check on standard error; with `deny`, a warning fails the build.
@@ -134,20 +111,24 @@ mod tests {
     fn the_answer_reads_and_an_error_is_named() {
         let addon = Path::new("lib.so");
         let ok = parse(
-            br#"{"warnings": ["node `a`: too small"], "unchecked": [["b", "no input"]]}"#,
+            &serde_json::json!({"warnings": ["node `a`: too small"], "unchecked": [["b", "no input"]]}),
             addon,
         )
         .expect("reads");
         assert_eq!(ok.warnings, ["node `a`: too small"]);
         assert_eq!(ok.unchecked, [("b".to_owned(), "no input".to_owned())]);
-        let e = parse(br#"{"error": "the inputs are not JSON"}"#, addon).expect_err("error");
+        let e = parse(
+            &serde_json::json!({"error": "the inputs are not JSON"}),
+            addon,
+        )
+        .expect_err("error");
         assert!(
             e.message
                 .contains("lib.so: wopBudgetCheck(): the inputs are not JSON"),
             "{}",
             e.message
         );
-        assert!(parse(b"[]", addon).is_err());
+        assert!(parse(&serde_json::json!([]), addon).is_err());
     }
 
     #[test]
@@ -172,7 +153,7 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join(INPUTS_FILE);
         std::fs::write(&file, "[1]").expect("write");
-        let e = read_inputs(&file).expect_err("refused");
+        let e = read_inputs(Some(&file)).expect_err("refused");
         assert!(
             e.message
                 .contains("budget-inputs.json: must be a JSON object"),
@@ -181,7 +162,7 @@ mod tests {
         );
         std::fs::write(&file, "{").expect("write");
         assert!(
-            read_inputs(&file)
+            read_inputs(Some(&file))
                 .expect_err("refused")
                 .message
                 .contains("not JSON")

@@ -1,8 +1,9 @@
 //! `cargo wop build`: the pack crate's library built as a Node addon (`cargo rustc --crate-type
 //! cdylib --features addon`: no second crate, no build.rs), its packs read off the addon itself
-//! (`wopPackFiles()`, in Node: which also proves the addon loads), their budgets checked
-//! ([`crate::budget`]), and each pack's folder written.
+//! with their budget check (`wopPackFiles()` and `wopBudgetCheck`, in one Node process: which also
+//! proves the addon loads; [`crate::budget`]), and each pack's folder written.
 
+use crate::budget::BudgetCheck;
 use crate::{Failure, crate_dir, progress};
 use clap::Args;
 use serde_json::Value;
@@ -131,14 +132,17 @@ fn cargo_rustc(dir: &Path, release: bool) -> Result<PathBuf, Failure> {
     })
 }
 
-/// The packs of `addon`, read in Node (the addon's `wopPackFiles()`).
-fn packs_of(addon: &Path) -> Result<Vec<PackFiles>, Failure> {
+/// What the addon says of itself, read in one Node process (which also proves it loads): its
+/// packs (`wopPackFiles()`) and their budget check for `inputs` (`wopBudgetCheck`).
+fn read_addon(addon: &Path, inputs: &str) -> Result<(Vec<PackFiles>, BudgetCheck), Failure> {
     const READ: &str = "const m = { exports: {} }; process.dlopen(m, process.argv[1]); \
-        if (typeof m.exports.wopPackFiles !== 'function') { console.error('no wopPackFiles export'); process.exit(3); } \
-        process.stdout.write(m.exports.wopPackFiles());";
+        for (const f of ['wopPackFiles', 'wopBudgetCheck']) { \
+          if (typeof m.exports[f] !== 'function') { console.error(`no ${f} export (an addon of another wop-sdk-node)`); process.exit(3); } } \
+        process.stdout.write(`{\"packs\": ${m.exports.wopPackFiles()}, \"budget\": ${m.exports.wopBudgetCheck(process.argv[2])}}`);";
     let out = Command::new("node")
         .args(["-e", READ])
         .arg(addon)
+        .arg(inputs)
         .output()
         .map_err(|e| {
             Failure::failed(format!(
@@ -152,14 +156,20 @@ fn packs_of(addon: &Path) -> Result<Vec<PackFiles>, Failure> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    let packs: Vec<Value> = serde_json::from_slice(&out.stdout).map_err(|e| {
+    let answer: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
         Failure::failed(format!(
-            "{}: wopPackFiles() is not a JSON array: {e}",
+            "{}: wopPackFiles() or wopBudgetCheck() is not JSON: {e}",
             addon.display()
         ))
     })?;
-    packs
-        .into_iter()
+    let Some(packs) = answer["packs"].as_array() else {
+        return Err(Failure::failed(format!(
+            "{}: wopPackFiles() is not a JSON array",
+            addon.display()
+        )));
+    };
+    let packs = packs
+        .iter()
         .enumerate()
         .map(|(i, p)| {
             let schemas = p["schemas"]
@@ -179,16 +189,16 @@ fn packs_of(addon: &Path) -> Result<Vec<PackFiles>, Failure> {
                 schemas,
             })
         })
-        .collect()
+        .collect::<Result<_, Failure>>()?;
+    Ok((packs, crate::budget::parse(&answer["budget"], addon)?))
 }
 
 /// Builds and writes every pack of the crate; answers their folders.
 pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
     let dir = crate_dir(args.manifest_path.as_ref())?;
     let addon = cargo_rustc(&dir, args.release)?;
-    let packs = packs_of(&addon)?;
     let inputs = crate::budget::inputs_file(&dir, args.budget_inputs.as_ref());
-    let check = crate::budget::check(&addon, inputs.as_deref())?;
+    let (packs, check) = read_addon(&addon, &crate::budget::read_inputs(inputs.as_deref())?)?;
     crate::budget::report(&check, inputs.as_deref(), args.deny_budget_warnings)?;
     let out = args.out.clone().unwrap_or_else(|| dir.join("target/wop"));
     let mut folders = Vec::new();

@@ -1,6 +1,8 @@
 //! One node execution requested by the generated `index.mjs`.
 
-use crate::host::{JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT};
+#[cfg(doc)]
+use crate::host::OPENWOP_APP_SNAPSHOT;
+use crate::host::{JsCallAi, JsHost, NodeConfig, snapshot_document};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wop_sdk::RunId;
@@ -44,10 +46,8 @@ pub fn budget_check_json(packs: &[Pack], inputs: &str) -> String {
         }
         Err(e) => return json!({"error": format!("the inputs are not JSON: {e}")}).to_string(),
     };
-    let caps = CapabilityDocument::from_json(
-        &serde_json::from_str(OPENWOP_APP_SNAPSHOT).unwrap_or(Value::Null),
-    )
-    .map(|d| wop_sdk::Capabilities::negotiate(crate::host_document(d)));
+    let caps =
+        snapshot_document().map(|d| wop_sdk::Capabilities::negotiate(crate::host_document(d)));
     let Ok(caps) = caps else {
         return json!({"error": "the bridge's capability snapshot does not read"}).to_string();
     };
@@ -144,9 +144,7 @@ pub async fn run_node(packs: &[Pack], request: &str, call: Arc<dyn JsCallAi>) ->
         ));
     };
     let document = match request.get("capabilities") {
-        None | Some(Value::Null) => CapabilityDocument::from_json(
-            &serde_json::from_str(OPENWOP_APP_SNAPSHOT).unwrap_or(Value::Null),
-        ),
+        None | Some(Value::Null) => snapshot_document(),
         Some(doc) => CapabilityDocument::from_json(doc),
     };
     let document = match document {
@@ -178,5 +176,75 @@ pub async fn run_node(packs: &[Pack], request: &str, call: Arc<dyn JsCallAi>) ->
     match outcome.result {
         Ok(outputs) => json!({"status": "success", "outputs": outputs}).to_string(),
         Err(error) => failure(&error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wop_sdk::budget::{CallPlan, PlannedCall};
+    use wop_sdk::{AiRequest, Node, NodeCtx, NodeError, Text, wop_node};
+
+    fn two_plan(_input: &String) -> CallPlan {
+        CallPlan::new([PlannedCall::structured(100, Tight::SPEC.retry).times(2)])
+    }
+
+    /// Two structured calls of at most 2 requests: 4 on an RFC 0248 host, 8 without it.
+    #[wop_node(
+        type_id = "community.test.tight",
+        version = "1.0.0",
+        max_calls = 4,
+        retry(max_attempts = 2),
+        plan = two_plan
+    )]
+    async fn tight(ctx: &NodeCtx<'_>, prompt: String) -> Result<String, NodeError> {
+        let c = ctx.call_ai(AiRequest::<Text>::prompt(prompt)).await?;
+        Ok(c.into_output().map(|t| t.0).unwrap_or_default())
+    }
+
+    #[wop_node(type_id = "community.test.unplanned", version = "1.0.0")]
+    async fn unplanned(ctx: &NodeCtx<'_>, prompt: String) -> Result<String, NodeError> {
+        let c = ctx.call_ai(AiRequest::<Text>::prompt(prompt)).await?;
+        Ok(c.into_output().map(|t| t.0).unwrap_or_default())
+    }
+
+    #[test]
+    fn the_budget_check_warns_lists_what_it_did_not_check_and_names_bad_inputs() {
+        let packs = [Pack::new("community.test.pack", "1.0.0")
+            .node(Tight)
+            .node(Unplanned)];
+        let all = r#"{"community.test.tight": "x", "community.test.unplanned": "x"}"#;
+        let v: Value = serde_json::from_str(&budget_check_json(&packs, all)).expect("JSON");
+        let warnings = v["warnings"].as_array().expect("warnings");
+        assert_eq!(warnings.len(), 1, "{v}");
+        let w = warnings[0].as_str().unwrap_or_default();
+        assert!(
+            w.starts_with("node `community.test.tight`: `max_calls = 4` cannot fit"),
+            "{w}"
+        );
+        assert!(w.contains("raise `max_calls` to 8"), "{w}");
+        assert_eq!(v["unchecked"][0][0], "community.test.unplanned");
+        assert!(
+            v["unchecked"][0][1]
+                .as_str()
+                .is_some_and(|s| s.contains("plan has no calls"))
+        );
+
+        let none: Value = serde_json::from_str(&budget_check_json(&packs, "{}")).expect("JSON");
+        assert_eq!(none["warnings"], json!([]));
+        assert_eq!(none["unchecked"].as_array().map(Vec::len), Some(2));
+        assert!(
+            none["unchecked"][0][1]
+                .as_str()
+                .is_some_and(|s| s.contains("no input"))
+        );
+
+        for bad in ["[]", "{"] {
+            let e: Value = serde_json::from_str(&budget_check_json(&packs, bad)).expect("JSON");
+            assert!(
+                e["error"].as_str().is_some_and(|m| m.contains("inputs")),
+                "{e}"
+            );
+        }
     }
 }

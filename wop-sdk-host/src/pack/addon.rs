@@ -4,6 +4,7 @@
 //! given for the wrong machine is refused when the pack is written, not when a host loads it.
 
 use super::error::PackError;
+use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -147,7 +148,7 @@ fn format_of(platform: &str) -> &'static str {
 
 /// Reads `other`'s addon and checks that it is a native library for its platform and
 /// architecture, and not for this machine's (whose addon is the one built here).
-pub(super) fn read_other(other: &PlatformAddon) -> Result<Vec<u8>, PackError> {
+fn read_other(other: &PlatformAddon) -> Result<Vec<u8>, PackError> {
     let flag = format!(
         "--addon-for {}-{}={}",
         other.platform,
@@ -176,18 +177,69 @@ pub(super) fn read_other(other: &PlatformAddon) -> Result<Vec<u8>, PackError> {
     }
 }
 
+/// An addon the pack carries: for which platform, its SHA-256 (hex) and its bytes.
+pub(super) struct Carried<'a> {
+    pub(super) platform: &'a str,
+    pub(super) arch: &'a str,
+    pub(super) sha256: String,
+    pub(super) bytes: std::borrow::Cow<'a, [u8]>,
+}
+
+impl Carried<'_> {
+    /// `PLATFORM-ARCH`.
+    pub(super) fn target(&self) -> String {
+        format!("{}-{}", self.platform, self.arch)
+    }
+}
+
+/// Every addon the pack carries: this machine's (`here`, first), then each of `others`, read and
+/// checked ([`read_other`]); one given twice for a platform is refused.
+pub(super) fn carried<'a>(
+    here: &'a [u8],
+    others: &'a [PlatformAddon],
+) -> Result<Vec<Carried<'a>>, PackError> {
+    let sha = |b: &[u8]| wop_sdk::hex::of_bytes(&Sha256::digest(b));
+    let (platform, arch) = node_platform();
+    let mut all = vec![Carried {
+        platform,
+        arch,
+        sha256: sha(here),
+        bytes: here.into(),
+    }];
+    for other in others {
+        if all[1..]
+            .iter()
+            .any(|c| (c.platform, c.arch) == (other.platform.as_str(), other.arch.as_str()))
+        {
+            return Err(PackError::usage(format!(
+                "--addon-for {}-{}: given twice",
+                other.platform, other.arch
+            )));
+        }
+        let bytes = read_other(other)?;
+        all.push(Carried {
+            platform: &other.platform,
+            arch: &other.arch,
+            sha256: sha(&bytes),
+            bytes: bytes.into(),
+        });
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+/// The first bytes of an ELF shared object for `machine`.
+pub(super) fn elf(machine: u16) -> Vec<u8> {
+    let mut b = b"\x7fELF\x02\x01\x01".to_vec();
+    b.resize(18, 0);
+    b.extend_from_slice(&machine.to_le_bytes());
+    b.resize(64, 0);
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The first bytes of an ELF shared object for `machine`.
-    fn elf(machine: u16) -> Vec<u8> {
-        let mut b = b"\x7fELF\x02\x01\x01".to_vec();
-        b.resize(18, 0);
-        b.extend_from_slice(&machine.to_le_bytes());
-        b.resize(64, 0);
-        b
-    }
 
     #[test]
     fn platform_addons_parse_and_off_grammar_ones_name_the_rule() {

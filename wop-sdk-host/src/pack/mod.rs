@@ -23,14 +23,12 @@
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use wop_sdk::manifest::{Pack, validate_manifest};
 
 mod addon;
 mod error;
 pub use addon::PlatformAddon;
-use addon::node_platform;
 pub use error::PackError;
 
 /// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
@@ -169,27 +167,13 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
             "--addon-for: only the single-file form carries addons for other platforms (the folder form is a dev mount, on this machine)",
         ));
     }
-    let mut others = Vec::new();
-    for other in &options.other_addons {
-        let target = format!("{}-{}", other.platform, other.arch);
-        if others.iter().any(|(t, _, _)| *t == target) {
-            return Err(PackError::usage(format!(
-                "--addon-for {target}: given twice"
-            )));
-        }
-        let bytes = addon::read_other(other)?;
-        let sha = wop_sdk::hex::of_bytes(&Sha256::digest(&bytes));
-        others.push((target, sha, bytes));
-    }
+    let carried = addon::carried(&addon, &options.other_addons)?;
     let name = files.name()?;
     let mut manifest = files.manifest.clone();
     let schemas = &files.schemas;
     let addon_file = format!("{name}.node");
-    let sha = wop_sdk::hex::of_bytes(&Sha256::digest(&addon));
-    let (platform, arch) = node_platform();
-    let platforms: Vec<String> = std::iter::once(format!("{platform}-{arch}"))
-        .chain(others.iter().map(|(t, _, _)| t.clone()))
-        .collect();
+    let sha = &carried[0].sha256;
+    let platforms: Vec<String> = carried.iter().map(addon::Carried::target).collect();
     manifest["x-wopSdk"] = json!({
         "bridgeAbi": BRIDGE_ABI,
         "addon": if options.single_file { json!({"embedded": true, "sha256": sha, "platforms": platforms}) }
@@ -211,20 +195,18 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         write(&dir.join(path), &pretty(schema))?;
     }
     let addon_js = if options.single_file {
-        let entry = |target: &str, sha: &str, bytes: &[u8]| {
-            let (platform, arch) = target.split_once('-').unwrap_or((target, ""));
-            format!(
-                "{{ platform: {}, arch: {}, name: {}, sha256: {}, base64: {} }}",
-                js_string(platform),
-                js_string(arch),
-                js_string(&format!("{name}.{target}.node")),
-                js_string(sha),
-                js_string(&base64::engine::general_purpose::STANDARD.encode(bytes))
-            )
-        };
-        let here = format!("{platform}-{arch}");
-        let entries: Vec<String> = std::iter::once(entry(&here, &sha, &addon))
-            .chain(others.iter().map(|(t, s, b)| entry(t, s, b)))
+        let entries: Vec<String> = carried
+            .iter()
+            .map(|c| {
+                format!(
+                    "{{ platform: {}, arch: {}, name: {}, sha256: {}, base64: {} }}",
+                    js_string(c.platform),
+                    js_string(c.arch),
+                    js_string(&format!("{name}.{}.node", c.target())),
+                    js_string(&c.sha256),
+                    js_string(&base64::engine::general_purpose::STANDARD.encode(&c.bytes))
+                )
+            })
             .collect();
         format!("{{ embedded: [{}] }}", entries.join(", "))
     } else {
@@ -232,8 +214,8 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         format!(
             "{{ file: {}, platform: {}, arch: {} }}",
             js_string(&addon_file),
-            js_string(platform),
-            js_string(arch)
+            js_string(carried[0].platform),
+            js_string(carried[0].arch)
         )
     };
     let defaults = json!({
@@ -326,16 +308,13 @@ mod tests {
         let b64 = base64::engine::general_purpose::STANDARD.encode(b"not really an addon");
         assert!(index.contains(&b64));
         // An addon for another platform rides beside this machine's; the folder form refuses it.
-        let (p, _) = node_platform();
+        let (p, _) = addon::node_platform();
         let (other, machine) = if p == "linux" && std::env::consts::ARCH == "aarch64" {
             ("linux-x64", 62_u16)
         } else {
             ("linux-arm64", 183)
         };
-        let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
-        elf.resize(18, 0);
-        elf.extend_from_slice(&machine.to_le_bytes());
-        elf.resize(64, 0);
+        let elf = addon::elf(machine);
         std::fs::write(dir.join("other.so"), &elf).expect("other");
         let two = PackOptions {
             other_addons: vec![

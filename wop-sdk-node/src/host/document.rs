@@ -18,6 +18,14 @@ pub const OPENWOP_APP_SNAPSHOT: &str = r#"{
   "providerUsage": {}
 }"#;
 
+/// [`OPENWOP_APP_SNAPSHOT`] as a document: what the bridge assumes when the environment names
+/// none.
+pub(crate) fn snapshot_document() -> Result<CapabilityDocument, wop_sdk::wire::WireError> {
+    CapabilityDocument::from_json(
+        &serde_json::from_str(OPENWOP_APP_SNAPSHOT).unwrap_or(serde_json::Value::Null),
+    )
+}
+
 /// Which kind of host the bridge runs on (see the crate docs for what differs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HostKind {

@@ -12,6 +12,7 @@ mod request;
 mod tests;
 
 pub use config::NodeConfig;
+pub(crate) use document::snapshot_document;
 pub use document::{HostKind, OPENWOP_APP_SNAPSHOT, host_document};
 
 use crate::errors::{map_host_error, with_host_message, with_mock_seam_hint};

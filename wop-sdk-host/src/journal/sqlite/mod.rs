@@ -56,7 +56,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use wop_sdk::host::BoxFuture;
-use writer::{Counters, Durability, Job, Task, Writer};
+use writer::{Durability, Job, Shared, Task, Writer};
 
 /// How long deferred writes wait for a durable write to carry them before the journal commits
 /// them on their own: 10 ms.
@@ -68,7 +68,7 @@ pub struct SqliteJournal {
     read_only: bool,
     tx: Option<mpsc::Sender<Box<dyn Task>>>,
     writer: Option<JoinHandle<()>>,
-    counters: Arc<Counters>,
+    shared: Arc<Shared>,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -163,18 +163,18 @@ impl SqliteJournal {
 
     fn spawn(path: PathBuf, read_only: bool, conn: Connection) -> Result<Self, JournalError> {
         let (tx, rx) = mpsc::channel::<Box<dyn Task>>();
-        let counters = Arc::new(Counters::new(DEFAULT_FLUSH_WINDOW));
-        let shared = Arc::clone(&counters);
+        let shared = Arc::new(Shared::new(DEFAULT_FLUSH_WINDOW));
+        let thread_shared = Arc::clone(&shared);
         let writer = std::thread::Builder::new()
             .name("wop-journal".into())
-            .spawn(move || Writer::new(conn, &shared).run(&rx))
+            .spawn(move || Writer::new(conn, &thread_shared).run(&rx))
             .map_err(|e| JournalError::Io(format!("cannot start the journal thread: {e}")))?;
         Ok(Self {
             path,
             read_only,
             tx: Some(tx),
             writer: Some(writer),
-            counters,
+            shared,
         })
     }
 
@@ -186,13 +186,7 @@ impl SqliteJournal {
     /// Transactions committed so far (each batch of writes is one, with one fsync of the WAL):
     /// how well writes are grouped under load.
     pub fn commits(&self) -> u64 {
-        self.counters.commits.load(Ordering::Relaxed)
-    }
-
-    /// Deferred writes that were answered and then lost because their transaction could not
-    /// commit (a storage error; also logged). Each is as if it had not been made.
-    pub fn deferred_lost(&self) -> u64 {
-        self.counters.deferred_lost.load(Ordering::Relaxed)
+        self.shared.commits.load(Ordering::Relaxed)
     }
 
     /// How long deferred writes (a call's outcome, a run's record and its other events) may wait
@@ -200,7 +194,7 @@ impl SqliteJournal {
     /// ([`DEFAULT_FLUSH_WINDOW`] unless set). `Duration::ZERO` commits every write on its own, as
     /// a journal without deferred writes would: one more commit per call.
     pub fn set_flush_window(&self, window: Duration) {
-        self.counters.set_window(window);
+        self.shared.set_window(window);
     }
 
     /// Sends `work` to the journal thread; the future answers once it ran (and, for a durable

@@ -79,28 +79,24 @@ where
     }
 }
 
-/// The counters the journal reads, and the flush window it sets.
+/// What the journal and its thread share: the flush window the journal sets and the commits the
+/// thread counts.
 #[derive(Debug)]
-pub(super) struct Counters {
+pub(super) struct Shared {
     /// The flush window, in nanoseconds.
     window_ns: AtomicU64,
     /// Transactions committed.
     pub(super) commits: AtomicU64,
-    /// Deferred writes answered and then lost because their transaction did not commit (a
-    /// storage error): each is as if it had not been made, which the next durable write's
-    /// error, or a crash, would also have meant.
-    pub(super) deferred_lost: AtomicU64,
 }
 
-impl Counters {
+impl Shared {
     pub(super) fn new(window: Duration) -> Self {
-        let c = Self {
+        let shared = Self {
             window_ns: AtomicU64::new(0),
             commits: AtomicU64::new(0),
-            deferred_lost: AtomicU64::new(0),
         };
-        c.set_window(window);
-        c
+        shared.set_window(window);
+        shared
     }
 
     pub(super) fn set_window(&self, window: Duration) {
@@ -116,16 +112,16 @@ impl Counters {
 /// The thread's state: the connection, and the transaction left open by deferred writes.
 pub(super) struct Writer<'a> {
     conn: Connection,
-    counters: &'a Counters,
+    shared: &'a Shared,
     /// When the open transaction began, and how many deferred writes it holds.
     open: Option<(Instant, u64)>,
 }
 
 impl<'a> Writer<'a> {
-    pub(super) fn new(conn: Connection, counters: &'a Counters) -> Self {
+    pub(super) fn new(conn: Connection, shared: &'a Shared) -> Self {
         Self {
             conn,
-            counters,
+            shared,
             open: None,
         }
     }
@@ -139,7 +135,7 @@ impl<'a> Writer<'a> {
                     Err(_) => break,
                 },
                 Some((since, _)) => {
-                    let end = since.checked_add(self.counters.window());
+                    let end = since.checked_add(self.shared.window());
                     let left = end.map_or(Duration::from_secs(3600), |end| {
                         end.saturating_duration_since(Instant::now())
                     });
@@ -171,14 +167,14 @@ impl<'a> Writer<'a> {
         let (_, deferred) = self.open.take()?;
         match self.conn.execute_batch("COMMIT") {
             Ok(()) => {
-                self.counters.commits.fetch_add(1, Ordering::Relaxed);
+                self.shared.commits.fetch_add(1, Ordering::Relaxed);
                 None
             }
             Err(e) => {
                 if !self.conn.is_autocommit() {
                     let _ = self.conn.execute_batch("ROLLBACK");
                 }
-                self.lose(deferred);
+                Self::lose(deferred);
                 Some(JournalError::Io(format!(
                     "the journal could not commit: {}",
                     message(&sql(e))
@@ -187,11 +183,11 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn lose(&self, deferred: u64) {
+    /// Logs deferred writes that were answered and then lost because their transaction did not
+    /// commit (a storage error): each is as if it had not been made, which the next durable
+    /// write's error, or a crash, would also have meant.
+    fn lose(deferred: u64) {
         if deferred > 0 {
-            self.counters
-                .deferred_lost
-                .fetch_add(deferred, Ordering::Relaxed);
             tracing::error!(
                 deferred,
                 "the journal lost deferred writes: their transaction did not commit"
@@ -256,14 +252,14 @@ impl<'a> Writer<'a> {
                 let _ = self.conn.execute_batch("ROLLBACK");
             }
             if let Some((_, deferred)) = self.open.take() {
-                self.lose(deferred);
+                Self::lose(deferred);
             }
             for task in batch {
                 task.answer(Some(e.clone()));
             }
             return;
         }
-        let durable = self.counters.window().is_zero()
+        let durable = self.shared.window().is_zero()
             || batch.iter().any(|t| t.durability() == Durability::Durable);
         if let Some((_, deferred)) = &mut self.open {
             *deferred += batch
