@@ -200,13 +200,21 @@ fn rss_child(kind: &str, runs: u32) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// In a child process: `calls` runs of one call each on one host whose in-memory journal keeps
-/// its default retention (the last 10 000 ended runs), printing the resident set at every tenth.
-fn rss_long(calls: u32) {
+/// In a child process: `calls` runs of one call each on one host, printing the resident set at
+/// every tenth. `kind` is the journal: `memory` (its default retention, the last 10 000 ended
+/// runs) or `sqlite` (a file in a temp dir; the line also has the commits per call so far).
+fn rss_long(calls: u32, kind: &str) {
     let rt = runtime();
+    let dir = common::temp_dir("rss-long");
+    let sqlite = (kind == "sqlite")
+        .then(|| Arc::new(SqliteJournal::open(dir.join("journal.sqlite")).expect("open")));
+    let journal: Arc<dyn Journal> = match &sqlite {
+        Some(j) => j.clone(),
+        None => Arc::new(MemoryJournal::new()),
+    };
     let host = LocalHost::builder()
         .provider(Instant::default())
-        .journal(Arc::new(MemoryJournal::new()))
+        .journal(journal)
         .max_concurrent_generations(64)
         .build();
     rt.block_on(async {
@@ -230,9 +238,15 @@ fn rss_long(calls: u32) {
                 t.await.expect("runner");
             }
             done += batch;
-            println!("RSS_AT {done} {}", common::rss_kib().unwrap_or(0));
+            let commits = sqlite.as_ref().map_or(String::new(), |j| {
+                format!(" {:.3}", j.commits() as f64 / f64::from(done))
+            });
+            println!("RSS_AT {done} {}{commits}", common::rss_kib().unwrap_or(0));
         }
     });
+    drop(host);
+    drop(sqlite);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn rss(bench: bool) {
@@ -308,7 +322,8 @@ fn main() {
             .get(i + 1)
             .and_then(|s| s.parse().ok())
             .unwrap_or(1_000_000);
-        rss_long(calls);
+        let kind = args.get(i + 2).map_or("memory", String::as_str);
+        rss_long(calls, kind);
         return;
     }
     let bench = args.iter().any(|a| a == "--bench");
