@@ -59,6 +59,25 @@ fn a_node_object_is_closed_and_names_its_schema_files() {
 }
 
 #[test]
+fn a_signed_manifest_carries_the_closed_v2_signing_block() {
+    let p = pack();
+    let mut signed = p.manifest();
+    signed["signing"] = json!({"keyId": "alice-1", "scheme": "ed25519-canonical-json"});
+    assert_eq!(
+        manifest_problems(&signed, &p.schema_files()),
+        Vec::<String>::new()
+    );
+    assert_eq!(validate_manifest(&signed), Ok(()));
+    // The v1 block (`method`, `publicKeyRef`, `signatureRef`) is not v2.
+    let mut v1 = signed.clone();
+    v1["signing"] = json!({"method": "manual", "publicKeyRef": "alice-1",
+                           "signatureRef": "keys/pack.json.sig"});
+    let problems = manifest_problems(&v1, &p.schema_files());
+    assert_eq!(problems.len(), 5, "{problems:#?}");
+    assert_eq!(validate_manifest(&v1).err().map(|e| e.len()), Some(5));
+}
+
+#[test]
 fn the_runtime_is_a_v2_language_with_an_entry_in_the_pack() {
     let p = pack();
     let m = p.manifest();

@@ -16,14 +16,44 @@ pub(crate) fn manifest_problems(m: &Value, files: &[(String, Value)]) -> Vec<Str
             "name",
             "version",
             "description",
+            "author",
+            "license",
+            "homepage",
+            "repository",
+            "keywords",
             "engines",
+            "dependencies",
             "peerDependencies",
             "peerDependenciesMeta",
             "nodes",
+            "agents",
             "runtime",
+            "signing",
+            "connector",
         ],
         &mut out,
     );
+    // `$defs/Signing`: closed `{keyId, scheme}`, one scheme; optional on a bare manifest.
+    if let Some(signing) = m.get("signing") {
+        match signing.as_object() {
+            Some(obj) => {
+                closed(obj, "$.signing", &["keyId", "scheme"], &mut out);
+                if !signing["keyId"]
+                    .as_str()
+                    .is_some_and(|k| id_chars(k, 1, 128))
+                {
+                    out.push(format!("signing.keyId {}: not a key id", signing["keyId"]));
+                }
+                if signing["scheme"] != "ed25519-canonical-json" {
+                    out.push(format!(
+                        "signing.scheme {}: must be ed25519-canonical-json",
+                        signing["scheme"]
+                    ));
+                }
+            }
+            None => out.push("signing: not an object".into()),
+        }
+    }
     if !m["name"].as_str().is_some_and(pack_name_ok) {
         out.push(format!("name {}: not namespace.owner.pack", m["name"]));
     }

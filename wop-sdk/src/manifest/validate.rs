@@ -176,10 +176,42 @@ pub fn validate_manifest(manifest: &Value) -> Result<(), Vec<String>> {
         errors.push("`peerDependencies` must map each capability family to a string".to_owned());
     }
     validate_peer_meta(manifest.get("peerDependenciesMeta"), &mut errors);
+    if let Some(signing) = manifest.get("signing") {
+        validate_signing(signing, &mut errors);
+    }
     if errors.is_empty() {
         Ok(())
     } else {
         Err(errors)
+    }
+}
+
+/// `signing` (optional; `cargo wop sign` writes it): exactly `{keyId, scheme}`, the one scheme
+/// `ed25519-canonical-json`; no extension keys (the v1 `method`/`publicKeyRef`/`signatureRef`
+/// block is not v2).
+fn validate_signing(signing: &Value, errors: &mut Vec<String>) {
+    let Some(obj) = signing.as_object() else {
+        errors.push("`signing` must be an object `{keyId, scheme}`".to_owned());
+        return;
+    };
+    for key in obj
+        .keys()
+        .filter(|k| !["keyId", "scheme"].contains(&k.as_str()))
+    {
+        errors.push(format!(
+            "`signing.{key}` is not allowed: v2 signing is exactly `{{keyId, scheme}}`"
+        ));
+    }
+    let key_id = obj.get("keyId").and_then(Value::as_str).unwrap_or("");
+    if !(1..=128).contains(&key_id.len())
+        || !key_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._~-".contains(&b))
+    {
+        errors.push("`signing.keyId` must be 1 to 128 of `A-Za-z0-9._~-`".to_owned());
+    }
+    if obj.get("scheme").and_then(Value::as_str) != Some("ed25519-canonical-json") {
+        errors.push("`signing.scheme` must be `\"ed25519-canonical-json\"`".to_owned());
     }
 }
 
