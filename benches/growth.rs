@@ -46,7 +46,7 @@ async fn prefill(journal: Arc<dyn Journal>, attempts: u32) {
                 replay_of: None,
                 meta: json!({"nodeId": "main", "typeId": "community.bench.caller", "input": {}}),
             };
-            j.begin_run(&record).await.expect("run");
+            j.begin_run(record).await.expect("run");
             for i in 0..PREFILL_CALLS_PER_RUN {
                 let key = AttemptKey {
                     run_id: run.clone(),
@@ -77,7 +77,7 @@ async fn prefill(journal: Arc<dyn Journal>, attempts: u32) {
                     total_tokens: None,
                     node_id: Some("main".into()),
                 })];
-                j.finish(&key, &outcome, Some(&charge), events)
+                j.finish(&key, outcome.clone(), Some(charge.clone()), events)
                     .await
                     .expect("finish");
             }

@@ -73,8 +73,8 @@ struct InRust {
 }
 
 impl Host for InRust {
-    fn capability_document(&self) -> CapabilityDocument {
-        self.document.clone()
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
+        Arc::new(self.document.clone())
     }
     fn call_ai<'a>(
         &'a self,

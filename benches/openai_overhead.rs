@@ -41,7 +41,7 @@ fn request() -> ProviderRequest {
         provider: "openai".into(),
         model: "bench-model".into(),
         system_prompt: Some("You write one line.".into()),
-        messages: vec![Message::user("Write one line about the sea.")],
+        messages: std::sync::Arc::new([Message::user("Write one line about the sea.")]),
         max_tokens: 64,
         temperature: None,
         stop_sequences: None,

@@ -281,7 +281,7 @@ impl LyingHost {
 }
 
 impl Host for LyingHost {
-    fn capability_document(&self) -> CapabilityDocument {
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
         // It advertises everything the honest host does.
         self.local.capability_document()
     }

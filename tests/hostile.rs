@@ -156,7 +156,7 @@ fn io<'a, T: Send + 'a>() -> BoxFuture<'a, Result<T, JournalError>> {
 }
 
 impl Journal for Faulty {
-    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
+    fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>> {
         self.inner.begin_run(run)
     }
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
@@ -188,8 +188,8 @@ impl Journal for Faulty {
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,
-        outcome: &'a Outcome,
-        charge: Option<&'a Charge>,
+        outcome: Outcome,
+        charge: Option<Charge>,
         events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         if self.fail_finish.load(Ordering::SeqCst) {

@@ -83,7 +83,7 @@ fn listing(dir: &Path) -> Vec<String> {
 async fn record_a_run(path: &Path, run: &RunId) {
     let journal = SqliteJournal::open(path).expect("open to record");
     journal
-        .begin_run(&RunRecord {
+        .begin_run(RunRecord {
             run_id: run.as_str().to_owned(),
             owner: "owner".into(),
             replay_of: None,

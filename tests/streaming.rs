@@ -386,7 +386,7 @@ async fn redelivery_after_a_streamed_completion_replays_without_a_provider_reque
 struct Plain(LocalHost);
 
 impl Host for Plain {
-    fn capability_document(&self) -> CapabilityDocument {
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
         self.0.capability_document()
     }
     fn call_ai<'a>(

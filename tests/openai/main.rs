@@ -66,7 +66,7 @@ fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> Provide
         provider: "openai".into(),
         model: "test-model".into(),
         system_prompt: Some("You write scenes.".into()),
-        messages: vec![Message::user("Write a scene.")],
+        messages: Arc::new([Message::user("Write a scene.")]),
         max_tokens: 256,
         temperature: None,
         stop_sequences: None,

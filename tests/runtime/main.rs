@@ -215,14 +215,14 @@ impl HostLayer for Recorder {
     fn inner(&self) -> &dyn Host {
         &self.inner
     }
-    fn capability_document(&self) -> CapabilityDocument {
-        let mut d = self.inner.capability_document();
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
+        let mut d = (*self.inner.capability_document()).clone();
         if !self.advertise_attempts
             && let Some(ca) = &mut d.call_accounting
         {
             ca.attempts = false;
         }
-        d
+        Arc::new(d)
     }
     fn call_ai<'a>(
         &'a self,

@@ -7,6 +7,7 @@
 //! a document the pack wrote itself, does not compile.
 //!
 use crate::wire::CapabilityDocument;
+use std::sync::Arc;
 
 /// Proof that the host advertises `aiProviders.callAccounting.attempts: true`.
 ///
@@ -64,14 +65,16 @@ pub const DEFAULT_TRUNCATION_MULTIPLIER: u32 = 2;
 /// negotiates with the host a node runs on.
 #[derive(Clone, Debug)]
 pub struct Capabilities {
-    document: CapabilityDocument,
+    document: Arc<CapabilityDocument>,
 }
 
 impl Capabilities {
     /// Reads a (v1 or v2) capability document. It yields no proof (a document can be written
     /// by anyone); a node's proofs are in `ctx.capabilities()`.
     pub fn negotiate(document: CapabilityDocument) -> Self {
-        Self { document }
+        Self {
+            document: Arc::new(document),
+        }
     }
 
     /// The plan of a call on this host: its ceiling and truncation multiplier, the call's policy
@@ -161,7 +164,7 @@ impl Capabilities {
         if self.document.call_accounting.is_none() {
             return self.clone();
         }
-        let mut document = self.document.clone();
+        let mut document = (*self.document).clone();
         document.call_accounting = None;
         let charged = self
             .max_retry_attempts()
@@ -179,7 +182,9 @@ impl Capabilities {
                 });
             }
         }
-        Self { document }
+        Self {
+            document: Arc::new(document),
+        }
     }
 
     fn call_accounting(&self) -> crate::wire::CallAccounting {
@@ -209,7 +214,7 @@ impl RunCapabilities {
             retry_policy: ca
                 .retry_policy
                 .then_some(RetryPolicyProof { _negotiated: () }),
-            caps: Capabilities::negotiate(document),
+            caps: Capabilities { document },
         }
     }
 

@@ -12,6 +12,7 @@
 use super::{Journal, JournalError, Outcome};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wop_sdk::host::AttemptKey;
 
@@ -25,17 +26,18 @@ pub const LEASE_TTL: Duration = Duration::from_secs(10);
 /// How often a host waiting for another owner looks again.
 pub const LEASE_POLL: Duration = Duration::from_millis(50);
 
-/// Who holds an in-flight call.
+/// Who holds an in-flight call. Its names are shared: a host takes and renews a lease on every
+/// call without copying them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lease {
     /// The owning host instance (two hosts in one process differ).
-    pub holder: String,
+    pub holder: Arc<str>,
     /// The owning process.
     pub pid: u32,
     /// The boot the owning process runs in (Linux `boot_id`; empty where unknown): a process id
     /// means something only within its boot.
-    pub boot: String,
+    pub boot: Arc<str>,
     /// The last renewal, in milliseconds since the Unix epoch.
     pub heartbeat_ms: u64,
 }
@@ -49,12 +51,12 @@ pub fn now_ms() -> u64 {
 
 /// This machine's boot id (Linux), or empty. Read once: it does not change while the process
 /// lives.
-fn boot_id() -> &'static str {
-    static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+fn boot_id() -> &'static Arc<str> {
+    static BOOT: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
     BOOT.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default()
+            .map(|s| Arc::from(s.trim()))
+            .unwrap_or_else(|_| Arc::from(""))
     })
 }
 
@@ -75,11 +77,11 @@ fn process_running(pid: u32) -> bool {
 
 impl Lease {
     /// A lease of this process, held by host instance `holder`, renewed now.
-    pub fn now(holder: impl Into<String>) -> Self {
+    pub fn now(holder: impl Into<Arc<str>>) -> Self {
         Self {
             holder: holder.into(),
             pid: std::process::id(),
-            boot: boot_id().to_owned(),
+            boot: Arc::clone(boot_id()),
             heartbeat_ms: now_ms(),
         }
     }
@@ -100,7 +102,7 @@ impl Lease {
         if now_ms.saturating_sub(self.heartbeat_ms) > ttl {
             return false;
         }
-        if !self.boot.is_empty() && self.boot == boot_id() {
+        if !self.boot.is_empty() && self.boot == *boot_id() {
             return process_running(self.pid);
         }
         true
@@ -159,7 +161,7 @@ pub async fn await_owner(
             return Ok(Awaited::Finished(outcome));
         }
         match journal.leased(key).await? {
-            Some(lease) if lease.holder != holder && lease.owner_alive(now_ms()) => {
+            Some(lease) if &*lease.holder != holder && lease.owner_alive(now_ms()) => {
                 tokio::time::sleep(LEASE_POLL).await;
             }
             _ => {

@@ -190,7 +190,7 @@ pub struct RunRecord {
 /// charged. The SQLite journal defers; [`MemoryJournal`] keeps nothing across a crash.
 pub trait Journal: Send + Sync {
     /// Registers a run (idempotent).
-    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>>;
+    fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>>;
 
     /// A run's record.
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>>;
@@ -272,13 +272,14 @@ pub trait Journal: Send + Sync {
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
     /// Writes the terminal outcome, its charge and the call's events in one transaction, and
-    /// gives up the call's lease; may be deferred (see the trait). An event that breaks a payload rule ([`Event::check`]) refuses
+    /// gives up the call's lease; may be deferred (see the trait). They are the journal's from
+    /// then on: nothing is copied on the way. An event that breaks a payload rule ([`Event::check`]) refuses
     /// the whole write: all or nothing.
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,
-        outcome: &'a Outcome,
-        charge: Option<&'a Charge>,
+        outcome: Outcome,
+        charge: Option<Charge>,
         events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 

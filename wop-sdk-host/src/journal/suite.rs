@@ -57,9 +57,14 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
         "provider.usage",
         json!({"provider": "mock", "model": "m", "inputTokens": 1, "outputTokens": 100}),
     )];
-    j.finish(&k, &completed(r#"{"content":"hi"}"#), Some(&charge), events)
-        .await
-        .expect("finish");
+    j.finish(
+        &k,
+        completed(r#"{"content":"hi"}"#),
+        Some(charge.clone()),
+        events,
+    )
+    .await
+    .expect("finish");
     assert_eq!(
         j.begin(&k, &fp(1), "x").await,
         Ok(Begin::Recorded {
@@ -69,7 +74,7 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
     );
     assert_eq!(j.begin(&k, &fp(2), "x").await, Ok(Begin::Mismatch));
     assert!(
-        j.finish(&k, &completed("again"), None, Vec::new())
+        j.finish(&k, completed("again"), None, Vec::new())
             .await
             .is_err(),
         "an outcome is written once"
@@ -107,7 +112,7 @@ pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
         private_cause: "socket reset".into(),
         ambiguous: true,
     };
-    j.finish(&k, &failed, None, Vec::new())
+    j.finish(&k, failed.clone(), None, Vec::new())
         .await
         .expect("finish");
     assert_eq!(
@@ -152,7 +157,12 @@ pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
         }),
     ];
     let refused = j
-        .finish(&k, &completed(r#"{"content":"x"}"#), Some(&charge), events)
+        .finish(
+            &k,
+            completed(r#"{"content":"x"}"#),
+            Some(charge.clone()),
+            events,
+        )
         .await;
     assert!(
         matches!(&refused, Err(JournalError::Io(m)) if m.contains("payload.reason")),
@@ -175,8 +185,8 @@ pub(crate) async fn runs_and_events(j: &dyn Journal) {
         replay_of: None,
         meta: json!({"node": "x"}),
     };
-    j.begin_run(&run).await.expect("run");
-    j.begin_run(&run).await.expect("idempotent");
+    j.begin_run(run.clone()).await.expect("run");
+    j.begin_run(run.clone()).await.expect("idempotent");
     assert_eq!(
         j.runs()
             .await
@@ -276,7 +286,7 @@ pub(crate) async fn leases(j: &dyn Journal) {
     // A live owner is waited for, until it finishes: the waiter reattaches to its outcome.
     let finishing = async {
         tokio::time::sleep(std::time::Duration::from_millis(150)).await;
-        j.finish(&k, &completed(r#"{"content":"owner"}"#), None, Vec::new())
+        j.finish(&k, completed(r#"{"content":"owner"}"#), None, Vec::new())
             .await
             .expect("finish");
     };

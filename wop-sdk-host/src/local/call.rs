@@ -122,7 +122,7 @@ impl Call<'_> {
         let mut l = RetryLoop::new(
             self.plan,
             req.response_schema.clone(),
-            req.messages.clone(),
+            req.messages.as_slice(),
             cfg.nl_fallback,
             cfg.native_structured_output,
             Backoff {
@@ -183,7 +183,7 @@ impl Call<'_> {
                     .clone()
                     .unwrap_or_else(|| cfg.default_model.clone()),
                 system_prompt: req.system_prompt.clone(),
-                messages: l.messages().to_vec(),
+                messages: Arc::clone(l.messages()),
                 max_tokens: attempt.max_tokens,
                 temperature: req.temperature,
                 stop_sequences: req.stop_sequences.clone(),

@@ -68,10 +68,10 @@ impl<'a> CallEvents<'a> {
     }
 
     /// `provider.usage`: exactly one per provider request that reported usage.
-    pub(crate) fn usage(&mut self, model: &str, usage: &Usage, output_tokens: u64) {
+    pub(crate) fn usage(&mut self, model: String, usage: &Usage, output_tokens: u64) {
         self.emit(Event::ProviderUsage(ProviderUsage {
             provider: self.provider.to_owned(),
-            model: model.to_owned(),
+            model,
             input_tokens: usage.input_tokens.unwrap_or(0),
             output_tokens,
             total_tokens: usage.total_tokens,
@@ -80,22 +80,22 @@ impl<'a> CallEvents<'a> {
     }
 
     /// `envelope.truncated`: the reply stopped at the request's token budget (`max_tokens`).
-    pub(crate) fn truncated(&mut self, model: &str, output_tokens: Option<u64>) {
+    pub(crate) fn truncated(&mut self, model: String, output_tokens: Option<u64>) {
         self.emit(Event::Truncated(Truncated {
             node_id: self.node(),
             provider: self.provider.to_owned(),
-            model: model.to_owned(),
+            model,
             stop_reason: "max_tokens".to_owned(),
             output_token_count: output_tokens,
         }));
     }
 
     /// `envelope.refusal` (never the refusal text).
-    pub(crate) fn refusal(&mut self, model: &str) {
+    pub(crate) fn refusal(&mut self, model: String) {
         self.emit(Event::Refusal(Refusal {
             node_id: self.node(),
             provider: self.provider.to_owned(),
-            model: model.to_owned(),
+            model,
         }));
     }
 
@@ -178,12 +178,12 @@ impl<'a> CallEvents<'a> {
                 model,
                 usage,
                 output_tokens,
-            } => return self.usage(&model, &usage, output_tokens),
+            } => return self.usage(model, &usage, output_tokens),
             Signal::Truncated {
                 model,
                 output_tokens,
-            } => return self.truncated(&model, output_tokens),
-            Signal::Refusal { model } => return self.refusal(&model),
+            } => return self.truncated(model, output_tokens),
+            Signal::Refusal { model } => return self.refusal(model),
         });
     }
 }
@@ -213,10 +213,10 @@ mod tests {
             output_tokens: Some(4),
             total_tokens: Some(7),
         };
-        events.usage("m", &usage, 4);
-        events.truncated("m", Some(4));
-        events.truncated("m", None);
-        events.refusal("m");
+        events.usage("m".into(), &usage, 4);
+        events.truncated("m".into(), Some(4));
+        events.truncated("m".into(), None);
+        events.refusal("m".into());
         events.chunk("text", 1);
         events.last_chunk(Some((FinishReason::Stop, Some("m"))));
         events.last_chunk(None);

@@ -89,8 +89,8 @@ impl LocalHost {
 }
 
 impl Host for LocalHost {
-    fn capability_document(&self) -> CapabilityDocument {
-        self.capabilities()
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
+        Arc::clone(&self.inner.document)
     }
 
     fn call_ai<'a>(

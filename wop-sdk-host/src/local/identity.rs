@@ -55,7 +55,7 @@ impl Drop for Unfinished<'_> {
                 ambiguous: true,
             };
             // An outcome written meanwhile wins: this one is then refused, and nothing changes.
-            let _ = journal.finish(&key, &outcome, None, Vec::new()).await;
+            let _ = journal.finish(&key, outcome, None, Vec::new()).await;
         });
     }
 }
@@ -167,7 +167,7 @@ impl Inner {
                     ambiguous: true,
                 };
                 // Best effort: record the terminal failure so the next re-entry replays it.
-                let _ = self.journal.finish(key, &outcome, None, Vec::new()).await;
+                let _ = self.journal.finish(key, outcome, None, Vec::new()).await;
                 return Err(self.failure(key, public, cause, true));
             }
         }
@@ -188,12 +188,16 @@ impl Inner {
         // The lease is renewed while the call is in flight, and given up with the outcome. A
         // call whose caller gave up is recorded ambiguous by `Unfinished` (above); only a host
         // that dies mid-call leaves its lease to expire (`journal::lease::LEASE_TTL`).
-        let mut finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
-        let events = std::mem::take(&mut finished.events);
-        let written = self
-            .journal
-            .finish(key, &finished.outcome, finished.charge.as_ref(), events)
-            .await;
+        let finished = lease::hold(self.journal.as_ref(), key, &lease, dispatch).await;
+        let super::call::Finished {
+            outcome,
+            result,
+            charge,
+            events,
+        } = finished;
+        // A completed call answers with its result; only a failure reads its outcome back.
+        let answer = result.ok_or_else(|| outcome.clone());
+        let written = self.journal.finish(key, outcome, charge, events).await;
         unfinished.armed = false;
         if let Err(e) = written {
             // The outcome is not durable: on re-entry it is ambiguous and never charged.
@@ -208,9 +212,6 @@ impl Inner {
                 true,
             ));
         }
-        match finished.result {
-            Some(result) => Ok(result),
-            None => self.replay_outcome(key, finished.outcome, structured),
-        }
+        answer.or_else(|outcome| self.replay_outcome(key, outcome, structured))
     }
 }

@@ -5,8 +5,8 @@
 use super::lock::lock;
 use crate::journal::{Fingerprint, Lease};
 use foldhash::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use wop_sdk::host::{AttemptKey, HostFailure};
 use wop_sdk::wire::CallAiResult;
@@ -20,7 +20,7 @@ pub(crate) struct Identities {
     /// `att_<seed as 16 hex>`: every attempt id of this host starts with it.
     id_prefix: String,
     /// This host's name on the leases it takes.
-    holder: String,
+    holder: Arc<str>,
 }
 
 /// A call this process is dispatching. Dropped (the caller gave up), it leaves the in-flight
@@ -58,7 +58,7 @@ impl Identities {
             in_flight: Mutex::default(),
             next_id: AtomicU64::new(1),
             id_prefix: format!("att_{seed:016x}"),
-            holder: format!("host-{seed:016x}"),
+            holder: Arc::from(format!("host-{seed:016x}")),
         }
     }
 
@@ -75,7 +75,7 @@ impl Identities {
 
     /// A lease on a call of this host, renewed now.
     pub(super) fn lease(&self) -> Lease {
-        Lease::now(self.holder.as_str())
+        Lease::now(Arc::clone(&self.holder))
     }
 
     pub(super) fn enter<'a>(&'a self, key: &'a AttemptKey, fp: Fingerprint) -> Entry<'a> {
@@ -117,6 +117,6 @@ mod tests {
                 "{n:#x}"
             );
         }
-        assert_eq!(ids.lease().holder, "host-00abcdef01234567");
+        assert_eq!(&*ids.lease().holder, "host-00abcdef01234567");
     }
 }

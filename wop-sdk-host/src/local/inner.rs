@@ -13,6 +13,7 @@ use crate::journal::Journal;
 use crate::provider::Provider;
 use crate::provider::mock::ScriptedProvider;
 use std::sync::Arc;
+use wop_sdk::wire::CapabilityDocument;
 
 /// The parts of the host, each owning its own state.
 pub(crate) struct Inner {
@@ -28,6 +29,8 @@ pub(crate) struct Inner {
     pub(crate) schemas: Schemas,
     pub(crate) guard: ReplyGuard,
     pub(crate) seed: u64,
+    /// The capability document, written once from the settings (`capabilities.rs`).
+    pub(crate) document: Arc<CapabilityDocument>,
 }
 
 impl Inner {
@@ -40,6 +43,7 @@ impl Inner {
         seed: u64,
     ) -> Self {
         Self {
+            document: Arc::new(super::capabilities::document(&config, provider.name())),
             runs: Runs::new(
                 config.max_concurrent_generations,
                 config.max_generations_per_run,

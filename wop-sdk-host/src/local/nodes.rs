@@ -100,27 +100,30 @@ impl LocalHost {
         input: Value,
         options: RunOptions,
     ) -> (NodeOutcome, bool) {
-        let run_id = options.run_id.clone().unwrap_or_else(|| self.new_run_id());
-        let node_id = options.node_id.clone().unwrap_or_else(|| "main".to_owned());
-        let owner = options
-            .owner
-            .clone()
-            .unwrap_or_else(|| self.inner.config.default_owner.clone());
+        let RunOptions {
+            run_id,
+            node_id,
+            owner,
+            script,
+        } = options;
+        let run_id = run_id.unwrap_or_else(|| self.new_run_id());
+        let node_id = node_id.as_deref().unwrap_or("main");
+        let owner = owner.as_deref().unwrap_or(&self.inner.config.default_owner);
         let start = Start {
             run_id: &run_id,
-            node_id: &node_id,
-            owner: &owner,
+            node_id,
+            owner,
             replay_of: None,
         };
         let charged = self.charged_generations(&run_id).await;
         let active =
             self.inner
                 .runs
-                .activate(self.inner.journal.as_ref(), &run_id, &owner, None, charged);
-        let (outcome, started) = match self.prepare(start, node, &input, options.script).await {
+                .activate(self.inner.journal.as_ref(), &run_id, owner, None, charged);
+        let (outcome, started) = match self.prepare(start, node, &input, script).await {
             Some(refused) => (refused, false),
             None => (
-                execute(host, run_id.clone(), &node_id, node, input).await,
+                execute(host, run_id.clone(), node_id, node, input).await,
                 true,
             ),
         };
@@ -149,7 +152,7 @@ impl LocalHost {
             replay_of: replay_of.map(|r| r.as_str().to_owned()),
             meta: json!({"nodeId": node_id, "typeId": node.spec().type_id, "input": input}),
         };
-        let mut refusal = self.inner.journal.begin_run(&record).await.err().map(|e| {
+        let mut refusal = self.inner.journal.begin_run(record).await.err().map(|e| {
             ErrorEnvelope::new(
                 ErrorCode::UpstreamUnavailable,
                 "the host could not record the run",

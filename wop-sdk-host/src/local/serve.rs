@@ -182,7 +182,10 @@ impl Inner {
                 .await,
             Ok(Begin::Fresh)
         ) {
-            let _ = self.journal.finish(key, &outcome, None, Vec::new()).await;
+            let _ = self
+                .journal
+                .finish(key, outcome.clone(), None, Vec::new())
+                .await;
         }
         self.replay_outcome(key, outcome, request.is_structured())
     }

@@ -43,7 +43,7 @@ pub struct ProviderRequest {
     /// The system prompt.
     pub system_prompt: Option<String>,
     /// The messages, including any corrective note the host added.
-    pub messages: Vec<Message>,
+    pub messages: Arc<[Message]>,
     /// The output budget of this request.
     pub max_tokens: u32,
     /// The sampling temperature the call asked for (`0..=2`), if any.

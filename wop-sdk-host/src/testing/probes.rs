@@ -3,7 +3,7 @@
 //! checks that the probe under it saw every method.
 
 use crate::provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId, StreamSink};
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, Message,
@@ -62,10 +62,10 @@ fn request() -> ProviderRequest {
         provider: "probe".into(),
         model: "probe-model".into(),
         system_prompt: None,
-        messages: vec![Message {
+        messages: Arc::new([Message {
             role: Role::User,
             content: "probe".into(),
-        }],
+        }]),
         max_tokens: 16,
         temperature: None,
         stop_sequences: None,
@@ -183,9 +183,9 @@ impl HostProbe {
 }
 
 impl Host for HostProbe {
-    fn capability_document(&self) -> CapabilityDocument {
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
         push(&self.reached, "capability_document");
-        CapabilityDocument::default()
+        Arc::default()
     }
 
     fn call_ai<'a>(

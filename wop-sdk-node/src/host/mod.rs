@@ -59,7 +59,7 @@ struct Books {
 /// in this value: the JavaScript host records its own node events.
 pub struct JsHost {
     call: Arc<dyn JsCallAi>,
-    document: CapabilityDocument,
+    document: Arc<CapabilityDocument>,
     kind: HostKind,
     config: NodeConfig,
     books: Mutex<Books>,
@@ -82,7 +82,7 @@ impl JsHost {
         Self {
             kind: HostKind::of(&document),
             call,
-            document,
+            document: Arc::new(document),
             config,
             books: Mutex::new(Books::default()),
         }
@@ -183,8 +183,8 @@ impl JsHost {
 }
 
 impl Host for JsHost {
-    fn capability_document(&self) -> CapabilityDocument {
-        self.document.clone()
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
+        Arc::clone(&self.document)
     }
 
     fn call_ai<'a>(

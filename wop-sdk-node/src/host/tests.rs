@@ -59,6 +59,7 @@ async fn a_plain_host_gets_no_retry_and_its_results_a_local_attempt_id() {
     assert_eq!(
         host.capability_document()
             .reliability
+            .as_ref()
             .map(|r| r.max_retry_attempts),
         Some(4)
     );

@@ -6,6 +6,7 @@ use crate::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
 };
 use serde_json::Value;
+use std::sync::Arc;
 
 /// A host that wraps another (a recorder, a bridge's adapter, a test double that lies about one
 /// thing). Every [`Host`] method reaches [`HostLayer::inner`] unless the layer overrides it, and
@@ -40,7 +41,7 @@ pub trait HostLayer: Send + Sync {
     fn inner(&self) -> &dyn Host;
 
     /// [`Host::capability_document`].
-    fn capability_document(&self) -> CapabilityDocument {
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
         self.inner().capability_document()
     }
 
@@ -100,7 +101,7 @@ pub trait HostLayer: Send + Sync {
 // Every method, none left to `Host`'s defaults: a layer's `call_ai_json` and `call_ai_stream`
 // are the inner host's, not a re-parse or a non-streamed call on top of the layer.
 impl<L: HostLayer> Host for L {
-    fn capability_document(&self) -> CapabilityDocument {
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
         HostLayer::capability_document(self)
     }
 

@@ -38,6 +38,13 @@ impl RunId {
     }
 }
 
+/// A map keyed by run id is looked up with the id's string form (`Hash` and `Eq` agree).
+impl std::borrow::Borrow<str> for RunId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for RunId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -119,8 +126,9 @@ pub struct HostFailure {
 /// - [`Host::record_event`] appends to the run's event log (the runtime records `node.*` events);
 ///   [`Host::events`] reads the log in sequence order.
 pub trait Host: Send + Sync {
-    /// The capability document this host advertises.
-    fn capability_document(&self) -> CapabilityDocument;
+    /// The capability document this host advertises. Shared: the runtime reads it once per node
+    /// execution, and a host that keeps its document answers without copying it.
+    fn capability_document(&self) -> Arc<CapabilityDocument>;
 
     /// One `ctx.callAI` call.
     fn call_ai<'a>(

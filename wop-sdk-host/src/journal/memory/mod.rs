@@ -1,6 +1,9 @@
 //! The in-memory journal: the same contract as the SQLite one, for tests and for a host that
 //! keeps nothing across restarts. Nothing survives the process, and a retention rule
 //! ([`Retention`], `retention.rs`) bounds what it holds in a long-lived one.
+//!
+//! Everything of a run sits in one place (its record, calls, charges, leases and events), so a call's key is stored once, not once per table, and dropping a run is one
+//! removal.
 
 mod retention;
 
@@ -9,46 +12,71 @@ pub use retention::Retention;
 use super::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
 };
-use foldhash::{HashMap, HashSet};
+use foldhash::HashMap;
 use retention::Ended;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent, rfc3339};
 
+/// One call: its identity and outcome, its charge, and its lease while it is in flight.
+struct Call {
+    entry: Entry,
+    charge: Option<Charge>,
+    lease: Option<Lease>,
+}
+
+/// What the journal holds of one run.
+#[derive(Default)]
+struct Run {
+    /// The run's record, with the order it was registered in (`runs` lists them in it); `None`
+    /// for a run whose calls were recorded without a record.
+    record: Option<(u64, RunRecord)>,
+    /// The calls, by node instance and then call index.
+    calls: HashMap<String, HashMap<u32, Call>>,
+    /// The log: the typed events as written, with when. The v2 wrapper (id, RFC 3339 timestamp)
+    /// is a function of these and is made when the log is read.
+    events: Vec<(SystemTime, Event)>,
+}
+
 #[derive(Default)]
 struct State {
-    /// Each run's record, with the order it was registered in (`runs` lists them in it).
-    runs: HashMap<String, (u64, RunRecord)>,
+    runs: HashMap<RunId, Run>,
     next_run: u64,
-    /// The calls of each run: dropping a run does not scan.
-    run_calls: HashMap<RunId, Vec<AttemptKey>>,
-    calls: HashMap<AttemptKey, Entry>,
-    /// (run, attempt id) of every completed call: the lineage check does not scan.
-    completed: HashSet<(RunId, String)>,
-    /// Each run's log: the typed events as written, with when. The v2 wrapper (id, RFC 3339
-    /// timestamp) is a function of these and is made when the log is read.
-    events: HashMap<RunId, Vec<(SystemTime, Event)>>,
-    /// Sorted by call when read.
-    charges: HashMap<AttemptKey, Charge>,
-    leases: HashMap<AttemptKey, Lease>,
-    /// The runs with no node executing, oldest first, and what has been dropped.
+    /// Calls held, over every run.
+    calls: u64,
     ended: Ended,
 }
 
 impl State {
-    /// Forgets `run`: its record, calls, completions, events, charges and leases.
-    fn drop_run(&mut self, run: &RunId) {
-        self.runs.remove(run.as_str());
-        for key in self.run_calls.remove(run).unwrap_or_default() {
-            if let Some(entry) = self.calls.remove(&key) {
-                self.completed
-                    .remove(&(key.run_id.clone(), entry.attempt_id));
-            }
-            self.charges.remove(&key);
-            self.leases.remove(&key);
+    fn call(&self, key: &AttemptKey) -> Option<&Call> {
+        self.runs
+            .get(&key.run_id)?
+            .calls
+            .get(key.node_id.as_str())?
+            .get(&key.call_index)
+    }
+
+    fn call_mut(&mut self, key: &AttemptKey) -> Option<&mut Call> {
+        self.runs
+            .get_mut(&key.run_id)?
+            .calls
+            .get_mut(key.node_id.as_str())?
+            .get_mut(&key.call_index)
+    }
+
+    fn run_mut(&mut self, run: &RunId) -> &mut Run {
+        if !self.runs.contains_key(run) {
+            self.runs.insert(run.clone(), Run::default());
         }
-        self.events.remove(run);
+        self.runs.get_mut(run).expect("inserted above")
+    }
+
+    fn drop_run(&mut self, run: &RunId) {
+        if let Some(dropped) = self.runs.remove(run) {
+            let calls: usize = dropped.calls.values().map(HashMap::len).sum();
+            self.calls = self.calls.saturating_sub(calls as u64);
+        }
     }
 }
 
@@ -62,7 +90,7 @@ pub struct MemoryJournal {
 impl std::fmt::Debug for MemoryJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryJournal")
-            .field("calls", &self.lock().calls.len())
+            .field("calls", &self.lock().calls)
             .finish()
     }
 }
@@ -93,73 +121,81 @@ fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
 }
 
 /// Appends typed events to the run's log; returns the sequence of the last.
-fn push_events(state: &mut State, run: &RunId, events: impl IntoIterator<Item = Event>) -> u64 {
+fn push_events(run: &mut Run, events: impl IntoIterator<Item = Event>) -> u64 {
     let now = SystemTime::now();
-    let log = match state.events.get_mut(run) {
-        Some(log) => log,
-        None => state.events.entry(run.clone()).or_default(),
-    };
-    log.extend(events.into_iter().map(|e| (now, e)));
-    log.len().saturating_sub(1) as u64
+    run.events.extend(events.into_iter().map(|e| (now, e)));
+    run.events.len().saturating_sub(1) as u64
 }
 
 /// `begin`, under the lock.
 fn begin_in(s: &mut State, key: &AttemptKey, fingerprint: &Fingerprint, attempt_id: &str) -> Begin {
-    match s.calls.get(key) {
+    match s.call(key) {
         None => {
-            s.run_calls
-                .entry(key.run_id.clone())
-                .or_default()
-                .push(key.clone());
-            s.calls.insert(
-                key.clone(),
-                Entry {
-                    attempt_id: attempt_id.to_owned(),
-                    fingerprint: *fingerprint,
-                    requests: 0,
-                    outcome: None,
+            let run = s.run_mut(&key.run_id);
+            let node = match run.calls.get_mut(key.node_id.as_str()) {
+                Some(node) => node,
+                None => run.calls.entry(key.node_id.clone()).or_default(),
+            };
+            node.insert(
+                key.call_index,
+                Call {
+                    entry: Entry {
+                        attempt_id: attempt_id.to_owned(),
+                        fingerprint: *fingerprint,
+                        requests: 0,
+                        outcome: None,
+                    },
+                    charge: None,
+                    lease: None,
                 },
             );
+            s.calls += 1;
             Begin::Fresh
         }
-        Some(e) if e.fingerprint != *fingerprint => Begin::Mismatch,
-        Some(e) => match &e.outcome {
+        Some(c) if c.entry.fingerprint != *fingerprint => Begin::Mismatch,
+        Some(c) => match &c.entry.outcome {
             Some(o) => Begin::Recorded {
-                attempt_id: e.attempt_id.clone(),
+                attempt_id: c.entry.attempt_id.clone(),
                 outcome: o.clone(),
             },
             None => Begin::Unfinished {
-                attempt_id: e.attempt_id.clone(),
-                requests: e.requests,
+                attempt_id: c.entry.attempt_id.clone(),
+                requests: c.entry.requests,
             },
         },
     }
 }
 
+fn no_identity(key: &AttemptKey) -> JournalError {
+    JournalError::Io(format!("no identity recorded for {key}"))
+}
+
 impl Journal for MemoryJournal {
-    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
+    fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>> {
         let mut s = self.lock();
-        if !s.runs.contains_key(&run.run_id) {
-            let at = s.next_run;
-            s.next_run += 1;
-            s.runs.insert(run.run_id.clone(), (at, run.clone()));
-        }
         // A run that ended and is begun again (a second node) is not dropped meanwhile.
-        s.ended.resume(&RunId::new(run.run_id.as_str()));
+        s.ended.resume(run.run_id.as_str());
+        let at = s.next_run;
+        let slot = match s.runs.get_mut(run.run_id.as_str()) {
+            Some(slot) => slot,
+            None => s.run_mut(&RunId::new(run.run_id.as_str())),
+        };
+        if slot.record.is_none() {
+            slot.record = Some((at, run));
+            s.next_run += 1;
+        }
         ready(Ok(()))
     }
 
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
-        ready(Ok(self
-            .lock()
-            .runs
-            .get(run.as_str())
-            .map(|(_, r)| r.clone())))
+        let s = self.lock();
+        let record = s.runs.get(run).and_then(|r| r.record.as_ref());
+        ready(Ok(record.map(|(_, r)| r.clone())))
     }
 
     fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
         let s = self.lock();
-        let mut runs: Vec<_> = s.runs.values().collect();
+        let mut runs: Vec<_> = s.runs.values().filter_map(|r| r.record.as_ref()).collect();
         runs.sort_unstable_by_key(|(at, _)| *at);
         ready(Ok(runs.into_iter().map(|(_, r)| r.clone()).collect()))
     }
@@ -181,16 +217,14 @@ impl Journal for MemoryJournal {
         max_tokens: u32,
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
-        // One lock: nobody sees the identity without its lease.
+        let _ = max_tokens;
         let mut s = self.lock();
         let begin = begin_in(&mut s, key, fingerprint, attempt_id);
-        if begin == Begin::Fresh {
-            if let Some(e) = s.calls.get_mut(key) {
-                // Request 1, announced with the identity (`max_tokens` is not kept in memory).
-                e.requests = e.requests.max(1);
-            }
-            let _ = max_tokens;
-            s.leases.insert(key.clone(), lease.clone());
+        if begin == Begin::Fresh
+            && let Some(call) = s.call_mut(key)
+        {
+            call.entry.requests = call.entry.requests.max(1);
+            call.lease = Some(lease.clone());
         }
         ready(Ok(begin))
     }
@@ -201,7 +235,7 @@ impl Journal for MemoryJournal {
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
         let mut s = self.lock();
-        let renewed = match s.leases.get_mut(key) {
+        let renewed = match s.call_mut(key).and_then(|c| c.lease.as_mut()) {
             Some(held) if held.holder == lease.holder => {
                 *held = lease.clone();
                 true
@@ -215,7 +249,8 @@ impl Journal for MemoryJournal {
         &'a self,
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
-        ready(Ok(self.lock().leases.get(key).cloned()))
+        let s = self.lock();
+        ready(Ok(s.call(key).and_then(|c| c.lease.clone())))
     }
 
     fn record_request<'a>(
@@ -225,12 +260,12 @@ impl Journal for MemoryJournal {
         _max_tokens: u32,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let mut s = self.lock();
-        let r = match s.calls.get_mut(key) {
-            Some(e) => {
-                e.requests = e.requests.max(n);
+        let r = match s.call_mut(key) {
+            Some(c) => {
+                c.entry.requests = c.entry.requests.max(n);
                 Ok(())
             }
-            None => Err(JournalError::Io(format!("no identity recorded for {key}"))),
+            None => Err(no_identity(key)),
         };
         ready(r)
     }
@@ -238,35 +273,26 @@ impl Journal for MemoryJournal {
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,
-        outcome: &'a Outcome,
-        charge: Option<&'a Charge>,
+        outcome: Outcome,
+        charge: Option<Charge>,
         events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        // Every event is checked before anything is written: all or nothing.
         if let Err(e) = events.iter().try_for_each(super::checked) {
             return ready(Err(e));
         }
         let mut s = self.lock();
-        let Some(e) = s.calls.get_mut(key) else {
-            return ready(Err(JournalError::Io(format!(
-                "no identity recorded for {key}"
-            ))));
+        let Some(call) = s.call_mut(key) else {
+            return ready(Err(no_identity(key)));
         };
-        if e.outcome.is_some() {
+        if call.entry.outcome.is_some() {
             return ready(Err(JournalError::Io(format!(
                 "the outcome of {key} is already recorded"
             ))));
         }
-        e.outcome = Some(outcome.clone());
-        if matches!(outcome, Outcome::Completed { .. }) {
-            let id = e.attempt_id.clone();
-            s.completed.insert((key.run_id.clone(), id));
-        }
-        s.leases.remove(key);
-        if let Some(c) = charge {
-            s.charges.insert(key.clone(), c.clone());
-        }
-        push_events(&mut s, &key.run_id, events);
+        call.entry.outcome = Some(outcome);
+        call.lease = None;
+        call.charge = charge;
+        push_events(s.run_mut(&key.run_id), events);
         ready(Ok(()))
     }
 
@@ -274,7 +300,7 @@ impl Journal for MemoryJournal {
         &'a self,
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>> {
-        ready(Ok(self.lock().calls.get(key).cloned()))
+        ready(Ok(self.lock().call(key).map(|c| c.entry.clone())))
     }
 
     fn completed_attempt<'a>(
@@ -282,10 +308,14 @@ impl Journal for MemoryJournal {
         run: &'a RunId,
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
-        let found = self
-            .lock()
-            .completed
-            .contains(&(run.clone(), attempt_id.to_owned()));
+        // Only a deliberate retry asks, so the run's calls are scanned rather than indexed.
+        let s = self.lock();
+        let found = s.runs.get(run).is_some_and(|r| {
+            r.calls.values().flat_map(HashMap::values).any(|c| {
+                c.entry.attempt_id == attempt_id
+                    && matches!(c.entry.outcome, Some(Outcome::Completed { .. }))
+            })
+        });
         ready(Ok(found))
     }
 
@@ -298,12 +328,12 @@ impl Journal for MemoryJournal {
             return ready(Err(e));
         }
         let mut s = self.lock();
-        ready(Ok(push_events(&mut s, run, [event])))
+        ready(Ok(push_events(s.run_mut(run), [event])))
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
         let s = self.lock();
-        let log = s.events.get(run).map_or(&[][..], Vec::as_slice);
+        let log = s.runs.get(run).map_or(&[][..], |r| r.events.as_slice());
         let events = (0..)
             .zip(log)
             .map(|(sequence, (at, event))| {
@@ -318,18 +348,23 @@ impl Journal for MemoryJournal {
         run: Option<&'a RunId>,
     ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
         let s = self.lock();
-        let mut charged: Vec<_> = s
-            .charges
-            .iter()
-            .filter(|(k, _)| run.is_none_or(|r| k.run_id == *r))
-            .collect();
-        charged.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut charged: Vec<(&RunId, &String, u32, &Charge)> = Vec::new();
+        for (id, r) in s.runs.iter().filter(|(id, _)| run.is_none_or(|w| w == *id)) {
+            for (node, calls) in &r.calls {
+                for (index, call) in calls {
+                    if let Some(c) = &call.charge {
+                        charged.push((id, node, *index, c));
+                    }
+                }
+            }
+        }
+        charged.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         let rows = charged
             .into_iter()
-            .map(|(k, c)| ChargeRow {
-                run_id: k.run_id.as_str().to_owned(),
-                node_id: k.node_id.clone(),
-                call_index: k.call_index,
+            .map(|(id, node, index, c)| ChargeRow {
+                run_id: id.as_str().to_owned(),
+                node_id: node.clone(),
+                call_index: index,
                 charge: c.clone(),
             })
             .collect();
@@ -337,7 +372,7 @@ impl Journal for MemoryJournal {
     }
 
     fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
-        ready(Ok(self.lock().calls.len() as u64))
+        ready(Ok(self.lock().calls))
     }
 
     fn run_ended(&self, run: &RunId) {

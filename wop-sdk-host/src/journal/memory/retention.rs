@@ -75,7 +75,7 @@ impl Ended {
     }
 
     /// `run` was begun again: it is not ended any more.
-    pub(super) fn resume(&mut self, run: &RunId) {
+    pub(super) fn resume(&mut self, run: &str) {
         self.live.remove(run);
     }
 }

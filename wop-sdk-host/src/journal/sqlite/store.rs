@@ -18,8 +18,7 @@ use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent};
 
 impl Journal for SqliteJournal {
-    fn begin_run<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<(), JournalError>> {
-        let run = run.clone();
+    fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>> {
         // Deferred: the run's first call identity, or its node's end, commits it.
         self.submit(Durability::Deferred, move |c| {
             let meta = to_json(&run.meta)?;
@@ -150,13 +149,11 @@ impl Journal for SqliteJournal {
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,
-        outcome: &'a Outcome,
-        charge: Option<&'a Charge>,
+        outcome: Outcome,
+        charge: Option<Charge>,
         events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let key = key.clone();
-        let outcome = outcome.clone();
-        let charge = charge.cloned();
         // Deferred: the next call's identity, or the node's end, commits it (see the module).
         self.submit(Durability::Deferred, move |c| {
             super::rows::finish(c, &key, &outcome, charge.as_ref(), &events)

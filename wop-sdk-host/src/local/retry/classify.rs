@@ -47,7 +47,7 @@ pub(super) fn classify(
     checks: &mut impl ReplyChecks,
     emit: &mut impl FnMut(Signal),
 ) -> Verdict {
-    let reply = match answer {
+    let mut reply = match answer {
         Err(ProviderError::NoAnswer(cause)) => return Verdict::NoAnswer(cause),
         Err(ProviderError::Failed(cause)) => {
             return Verdict::ProviderError {
@@ -71,25 +71,29 @@ pub(super) fn classify(
         }
         Ok(reply) => reply,
     };
-    let model = reply.model.clone().unwrap_or_default();
+    // The answering model, for an event: copied only when one is emitted.
+    let model = |reply: &ProviderReply| reply.model.clone().unwrap_or_default();
     if let Some(usage) = reply.usage
         && let Some(output_tokens) = usage.output_tokens
     {
         emit(Signal::Usage {
-            model: model.clone(),
+            model: model(&reply),
             usage,
             output_tokens,
         });
     }
     if reply.finish_reason == FinishReason::ContentFilter {
-        emit(Signal::Refusal { model });
+        emit(Signal::Refusal {
+            model: model(&reply),
+        });
         return Verdict::Refused(String::from_utf8_lossy(&reply.content).into_owned());
     }
     let Some(mode) = mode else {
         if let Some(cause) = checks.oversized(&reply) {
             return Verdict::Unusable(cause);
         }
-        return match String::from_utf8(reply.content.clone()) {
+        // The text moves out of the reply: nothing reads the reply's bytes after this.
+        return match String::from_utf8(std::mem::take(&mut reply.content)) {
             Ok(content) => Verdict::Accepted(Accepted {
                 data: None,
                 content: Some(content),
@@ -101,7 +105,7 @@ pub(super) fn classify(
     };
     if reply.finish_reason == FinishReason::Length {
         emit(Signal::Truncated {
-            model,
+            model: model(&reply),
             output_tokens: reply.usage.and_then(|u| u.output_tokens),
         });
         return Verdict::Missed(Miss::Truncation, String::new());

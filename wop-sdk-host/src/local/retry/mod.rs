@@ -42,7 +42,8 @@ pub(crate) struct RetryLoop {
     native: bool,
     schema: Option<Arc<Value>>,
     backoff: Backoff,
-    messages: Vec<Message>,
+    /// Shared with each provider request: a request costs no copy of them.
+    messages: Arc<[Message]>,
     budget: u32,
     /// Requests sent (reached or not): what the cap bounds.
     sent: u32,
@@ -70,7 +71,7 @@ impl RetryLoop {
     pub(crate) fn new(
         plan: AttemptPlan,
         schema: Option<Arc<Value>>,
-        messages: Vec<Message>,
+        messages: impl Into<Arc<[Message]>>,
         fallback: bool,
         native: bool,
         backoff: Backoff,
@@ -90,7 +91,7 @@ impl RetryLoop {
             native,
             schema,
             backoff,
-            messages,
+            messages: messages.into(),
             sent: 0,
             count: 0,
             transient_errors: 0,
@@ -109,7 +110,7 @@ impl RetryLoop {
 
     /// The messages of the next request (the call's own, plus corrective notes, or the
     /// fallback's conversion prompt).
-    pub(crate) fn messages(&self) -> &[Message] {
+    pub(crate) fn messages(&self) -> &Arc<[Message]> {
         &self.messages
     }
 
@@ -123,11 +124,11 @@ impl RetryLoop {
                 .schema
                 .as_deref()
                 .map_or_else(String::new, Value::to_string);
-            self.messages = vec![Message::user(format!(
+            self.messages = Arc::new([Message::user(format!(
                 "Convert the following text into JSON that matches this JSON Schema. Reply with \
                  the JSON only.\nSchema: {schema}\nText: {}",
                 self.last_text
-            ))];
+            ))]);
         }
         self.sent += 1;
         let mode = if !self.structured {
@@ -237,11 +238,12 @@ impl RetryLoop {
                 Miss::Truncation => self.budget = self.plan.after_truncation(self.budget),
                 Miss::Parse(detail) | Miss::Schema(detail) => {
                     let previous: String = self.last_text.chars().take(4096).collect();
-                    self.messages.push(Message::assistant(previous));
-                    self.messages.push(Message::user(format!(
+                    let note = Message::user(format!(
                         "Your reply did not match the required JSON Schema: {detail}. Reply \
                          again with JSON only, matching the schema."
-                    )));
+                    ));
+                    let then = [Message::assistant(previous), note];
+                    self.messages = self.messages.iter().cloned().chain(then).collect();
                 }
                 Miss::Provider(_) => {}
             }

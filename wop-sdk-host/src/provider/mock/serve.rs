@@ -276,7 +276,7 @@ mod tests {
             provider: "mock".into(),
             model: "m".into(),
             system_prompt: None,
-            messages: Vec::new(),
+            messages: Arc::new([]),
             max_tokens: 100,
             temperature: None,
             stop_sequences: None,

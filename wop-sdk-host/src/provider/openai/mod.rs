@@ -96,7 +96,7 @@ fn test_request(
         provider: "openai".into(),
         model: "m".into(),
         system_prompt: None,
-        messages: Vec::new(),
+        messages: std::sync::Arc::new([]),
         max_tokens: 8,
         temperature: None,
         stop_sequences: None,

@@ -149,6 +149,7 @@ pub(crate) fn schema_name(schema: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
     use wop_sdk::wire::Message;
 
     fn body(config: &OpenAiConfig, request: &ProviderRequest) -> Value {
@@ -158,7 +159,7 @@ mod tests {
     fn request(schema: Option<Value>, mode: Option<StructuredOutputMode>) -> ProviderRequest {
         ProviderRequest {
             system_prompt: Some("Be brief.".into()),
-            messages: vec![Message::user("Hi")],
+            messages: Arc::new([Message::user("Hi")]),
             max_tokens: 64,
             ..super::super::test_request(schema, mode)
         }

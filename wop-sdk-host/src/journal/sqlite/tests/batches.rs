@@ -25,8 +25,8 @@ async fn a_failing_command_fails_alone_in_its_batch() {
     let second = Outcome::Completed {
         result: "[]".into(),
     };
-    let b = j.finish(&k1, &first, None, Vec::new());
-    let again = j.finish(&k1, &second, None, Vec::new());
+    let b = j.finish(&k1, first, None, Vec::new());
+    let again = j.finish(&k1, second, None, Vec::new());
     hold.await.expect("hold");
     assert_eq!(a.await, Ok(Begin::Fresh));
     assert!(matches!(bad.await, Err(JournalError::Io(m)) if m.contains("no identity")));
@@ -88,10 +88,10 @@ async fn concurrent_calls_are_all_kept() {
                 j.record_request(&k, 1, 128).await.expect("request");
                 j.finish(
                     &k,
-                    &Outcome::Completed {
+                    Outcome::Completed {
                         result: format!("{{\"i\":{i}}}"),
                     },
-                    Some(&charge()),
+                    Some(charge()),
                     vec![event("provider.usage", usage(u64::from(i)))],
                 )
                 .await

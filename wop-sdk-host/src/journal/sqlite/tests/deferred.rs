@@ -38,7 +38,7 @@ async fn an_outcome_rides_on_the_next_identity_in_one_commit() {
         Ok(Begin::Fresh)
     );
     let before = j.commits();
-    assert_eq!(j.finish(&k1, &done(), None, Vec::new()).await, Ok(()));
+    assert_eq!(j.finish(&k1, done(), None, Vec::new()).await, Ok(()));
     assert_eq!(j.commits(), before, "the outcome did not commit on its own");
     // This process sees it at once; another does not yet.
     assert_eq!(
@@ -74,7 +74,7 @@ async fn a_nodes_end_commits_its_last_outcome_and_the_run_record() {
         meta: json!({}),
     };
     let start = j.commits();
-    assert_eq!(j.begin_run(&record).await, Ok(()));
+    assert_eq!(j.begin_run(record).await, Ok(()));
     assert_eq!(
         j.append_event(
             &run,
@@ -98,7 +98,7 @@ async fn a_nodes_end_commits_its_last_outcome_and_the_run_record() {
             .await,
         Ok(Begin::Fresh)
     );
-    assert_eq!(j.finish(&k, &done(), None, Vec::new()).await, Ok(()));
+    assert_eq!(j.finish(&k, done(), None, Vec::new()).await, Ok(()));
     assert_eq!(j.commits(), start + 1, "the identity's commit only");
     let ended = event("node.completed", json!({"nodeId": "n1", "outputs": {}}));
     assert!(j.append_event(&run, ended).await.is_ok());
@@ -124,7 +124,7 @@ async fn the_flush_window_and_dropping_the_journal_commit_what_waits() {
             Ok(Begin::Fresh)
         );
         let before = j.commits();
-        assert_eq!(j.finish(&k1, &done(), None, Vec::new()).await, Ok(()));
+        assert_eq!(j.finish(&k1, done(), None, Vec::new()).await, Ok(()));
         let waited = std::time::Instant::now();
         while committed_outcome(&path, &k1).is_none() {
             assert!(
@@ -145,7 +145,7 @@ async fn the_flush_window_and_dropping_the_journal_commit_what_waits() {
             j.begin_first_request(&k2, &fp, "a-2", 64).await,
             Ok(Begin::Fresh)
         );
-        assert_eq!(j.finish(&k2, &done(), None, Vec::new()).await, Ok(()));
+        assert_eq!(j.finish(&k2, done(), None, Vec::new()).await, Ok(()));
         assert_eq!(committed_outcome(&path, &k2), None);
     }
     assert!(
@@ -176,7 +176,7 @@ async fn leases_are_durable_whatever_the_window_and_a_zero_window_commits_every_
     let mut lease = Lease {
         holder: "h1".into(),
         pid: std::process::id(),
-        boot: String::new(),
+        boot: "".into(),
         heartbeat_ms: 1,
     };
     assert_eq!(
@@ -197,7 +197,7 @@ async fn leases_are_durable_whatever_the_window_and_a_zero_window_commits_every_
 
     j.set_flush_window(Duration::ZERO);
     let before = j.commits();
-    assert_eq!(j.finish(&k, &done(), None, Vec::new()).await, Ok(()));
+    assert_eq!(j.finish(&k, done(), None, Vec::new()).await, Ok(()));
     assert_eq!(
         j.commits(),
         before + 1,

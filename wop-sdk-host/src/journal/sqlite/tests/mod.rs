@@ -84,10 +84,10 @@ async fn journal_with(path: &Path, calls: u32) {
         );
         j.finish(
             &k,
-            &Outcome::Completed {
+            Outcome::Completed {
                 result: format!("{{\"content\":\"{}\"}}", "x".repeat(200)),
             },
-            Some(&charge()),
+            Some(charge()),
             vec![event("provider.usage", usage(u64::from(i)))],
         )
         .await
@@ -187,7 +187,7 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
     };
     {
         let j = SqliteJournal::open(&path).expect("open");
-        j.begin_run(&RunRecord {
+        j.begin_run(RunRecord {
             run_id: "r1".into(),
             owner: "o".into(),
             replay_of: None,
@@ -200,8 +200,8 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
             .expect("begin");
         j.finish(
             &k,
-            &outcome,
-            Some(&charge()),
+            outcome.clone(),
+            Some(charge()),
             vec![event("provider.usage", usage(42))],
         )
         .await
