@@ -10,6 +10,9 @@
 //!
 //! `WOP_KIND`: `baseline` (the unavoidable work of a structured call only), `structured`,
 //! `plain`, `retries` (two schema-violation retries), `x16` (16 structured calls in one run).
+//! `WOP_JOURNAL=sqlite`: the host keeps its journal in a SQLite file in the temp dir (callgrind
+//! counts the journal thread's instructions too; the disk's waits are not instructions), instead
+//! of in memory.
 //! Run by `cargo bench` without `WOP_KIND` it does a short smoke pass of each.
 
 use wop_sdk_test_support::bench as common;
@@ -21,13 +24,20 @@ use std::hint::black_box;
 use std::sync::Arc;
 use wop_sdk::AiRequest;
 use wop_sdk::ai::schema_of;
-use wop_sdk_host::journal::MemoryJournal;
+use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
 use wop_sdk_host::local::LocalHost;
 
 fn host(fail_first: u32) -> LocalHost {
+    let journal: Arc<dyn Journal> = match std::env::var("WOP_JOURNAL").as_deref() {
+        Ok("sqlite") => {
+            let dir = common::temp_dir("call-instructions");
+            Arc::new(SqliteJournal::open(dir.join("journal.sqlite")).expect("journal"))
+        }
+        _ => Arc::new(MemoryJournal::new()),
+    };
     LocalHost::builder()
         .provider(Instant { fail_first })
-        .journal(Arc::new(MemoryJournal::new()))
+        .journal(journal)
         .build()
 }
 
@@ -89,4 +99,9 @@ fn main() {
             }
         }
     }
+    // The SQLite journal's folder (`common::temp_dir`), once every host is gone.
+    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!(
+        "wop-bench-call-instructions-{}",
+        std::process::id()
+    )));
 }

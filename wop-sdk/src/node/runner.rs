@@ -136,12 +136,13 @@ async fn execute_in(
     };
     state.failures.settle_remaining().await;
     host.record_event(&run_id, ended(node_id, &result)).await;
-    let books = state.books();
+    // The node has ended: its call reports move into the outcome.
+    let mut books = state.books();
     NodeOutcome {
         run_id,
         node_id: node_id.to_owned(),
         result,
-        calls: books.calls.clone(),
+        calls: std::mem::take(&mut books.calls),
         budget: books.budget,
     }
 }

@@ -143,14 +143,25 @@ pub(super) fn begin_in(
 ) -> Result<Begin, JournalError> {
     let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
         let (run, node, index) = key_params(key);
+        // The first request is counted in the call's own row: no second statement on it.
+        let counted = u32::from(first_request.is_some());
         c.prepare_cached(
-            "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint, requests) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
-        .and_then(|mut s| s.execute(params![run, node, index, attempt_id, fingerprint.to_hex()]))
+        .and_then(|mut s| {
+            s.execute(params![
+                run,
+                node,
+                index,
+                attempt_id,
+                fingerprint.to_hex(),
+                counted
+            ])
+        })
         .map_err(sql)?;
         if let Some(max_tokens) = first_request {
-            record_request_in(c, key, 1, max_tokens)?;
+            announce(c, key, 1, max_tokens)?;
         }
         return Ok(Begin::Fresh);
     };
@@ -187,6 +198,12 @@ pub(super) fn record_request_in(
     if changed == 0 {
         return Err(no_identity(key));
     }
+    announce(c, key, n, max_tokens)
+}
+
+/// The `requests` row of provider request `n`: announced before it is sent.
+fn announce(c: &Connection, key: &AttemptKey, n: u32, max_tokens: u32) -> Result<(), JournalError> {
+    let (run, node, index) = key_params(key);
     c.prepare_cached(
         "INSERT OR REPLACE INTO requests (run_id, node_id, call_index, n, max_tokens) \
          VALUES (?1, ?2, ?3, ?4, ?5)",

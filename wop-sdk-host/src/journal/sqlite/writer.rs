@@ -165,7 +165,7 @@ impl<'a> Writer<'a> {
     /// Commits the open transaction, if any.
     fn commit(&mut self) -> Option<JournalError> {
         let (_, deferred) = self.open.take()?;
-        match self.conn.execute_batch("COMMIT") {
+        match run(&self.conn, "COMMIT") {
             Ok(()) => {
                 self.shared.commits.fetch_add(1, Ordering::Relaxed);
                 None
@@ -209,7 +209,7 @@ impl<'a> Writer<'a> {
             return;
         }
         if self.open.is_none() {
-            if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            if let Err(e) = run(&self.conn, "BEGIN IMMEDIATE") {
                 let e = sql(e);
                 for mut task in batch {
                     if task.durability() == Durability::Read {
@@ -225,7 +225,7 @@ impl<'a> Writer<'a> {
         }
         let mut lost: Option<JournalError> = None;
         for task in &mut batch {
-            if let Err(e) = self.conn.execute_batch("SAVEPOINT wop_cmd") {
+            if let Err(e) = run(&self.conn, "SAVEPOINT wop_cmd") {
                 lost = Some(sql(e));
                 break;
             }
@@ -238,11 +238,12 @@ impl<'a> Writer<'a> {
                 break;
             }
             let end = if ok {
-                "RELEASE wop_cmd"
+                run(&self.conn, "RELEASE wop_cmd")
             } else {
-                "ROLLBACK TO wop_cmd; RELEASE wop_cmd"
+                self.conn
+                    .execute_batch("ROLLBACK TO wop_cmd; RELEASE wop_cmd")
             };
-            if let Err(e) = self.conn.execute_batch(end) {
+            if let Err(e) = end {
                 lost = Some(sql(e));
                 break;
             }
@@ -272,6 +273,12 @@ impl<'a> Writer<'a> {
             task.answer(failure.clone());
         }
     }
+}
+
+/// Runs one statement of the writer's own (a transaction's begin, savepoint, release, commit)
+/// from the connection's statement cache: it is parsed once, not once per command.
+fn run(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(statement)?.execute([]).map(|_| ())
 }
 
 pub(super) fn message(e: &JournalError) -> String {
