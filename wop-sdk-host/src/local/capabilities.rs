@@ -2,15 +2,7 @@
 //! host is built (the settings do not change after), shared with every node execution.
 
 use super::config::LocalConfig;
-use super::host::LocalHost;
 use wop_sdk::wire::{CallAccounting, CapabilityDocument, EnvelopeCompletion, Reliability, kind};
-
-impl LocalHost {
-    /// The capability document this host advertises.
-    pub fn capabilities(&self) -> CapabilityDocument {
-        (*self.inner.document).clone()
-    }
-}
 
 /// The document a host with `config` and a provider named `provider` advertises.
 pub(super) fn document(c: &LocalConfig, provider: &str) -> CapabilityDocument {

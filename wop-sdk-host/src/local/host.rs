@@ -37,6 +37,12 @@ impl LocalHost {
         &self.inner.config
     }
 
+    /// The capability document this host advertises (written from its settings when it was
+    /// built, `capabilities.rs`).
+    pub fn capabilities(&self) -> CapabilityDocument {
+        (*self.inner.document).clone()
+    }
+
     /// The journal.
     pub fn journal(&self) -> &Arc<dyn Journal> {
         &self.inner.journal

@@ -5,6 +5,7 @@
 //! Everything of a run sits in one place (its record, calls, charges, leases and events), so a call's key is stored once, not once per table, and dropping a run is one
 //! removal.
 
+mod calls;
 mod retention;
 
 pub use retention::Retention;
@@ -12,19 +13,13 @@ pub use retention::Retention;
 use super::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
 };
+use calls::{Call, RunCalls};
 use foldhash::HashMap;
 use retention::Ended;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent, rfc3339};
-
-/// One call: its identity and outcome, its charge, and its lease while it is in flight.
-struct Call {
-    entry: Entry,
-    charge: Option<Charge>,
-    lease: Option<Lease>,
-}
 
 /// What the journal holds of one run.
 #[derive(Default)]
@@ -33,7 +28,7 @@ struct Run {
     /// for a run whose calls were recorded without a record.
     record: Option<(u64, RunRecord)>,
     /// The calls, by node instance and then call index.
-    calls: HashMap<String, HashMap<u32, Call>>,
+    calls: RunCalls,
     /// The log: the typed events as written, with when. The v2 wrapper (id, RFC 3339 timestamp)
     /// is a function of these and is made when the log is read.
     events: Vec<(SystemTime, Event)>,
@@ -53,16 +48,14 @@ impl State {
         self.runs
             .get(&key.run_id)?
             .calls
-            .get(key.node_id.as_str())?
-            .get(&key.call_index)
+            .get(&key.node_id, key.call_index)
     }
 
     fn call_mut(&mut self, key: &AttemptKey) -> Option<&mut Call> {
         self.runs
             .get_mut(&key.run_id)?
             .calls
-            .get_mut(key.node_id.as_str())?
-            .get_mut(&key.call_index)
+            .get_mut(&key.node_id, key.call_index)
     }
 
     fn run_mut(&mut self, run: &RunId) -> &mut Run {
@@ -74,8 +67,7 @@ impl State {
 
     fn drop_run(&mut self, run: &RunId) {
         if let Some(dropped) = self.runs.remove(run) {
-            let calls: usize = dropped.calls.values().map(HashMap::len).sum();
-            self.calls = self.calls.saturating_sub(calls as u64);
+            self.calls = self.calls.saturating_sub(dropped.calls.len() as u64);
         }
     }
 }
@@ -131,12 +123,8 @@ fn push_events(run: &mut Run, events: impl IntoIterator<Item = Event>) -> u64 {
 fn begin_in(s: &mut State, key: &AttemptKey, fingerprint: &Fingerprint, attempt_id: &str) -> Begin {
     match s.call(key) {
         None => {
-            let run = s.run_mut(&key.run_id);
-            let node = match run.calls.get_mut(key.node_id.as_str()) {
-                Some(node) => node,
-                None => run.calls.entry(key.node_id.clone()).or_default(),
-            };
-            node.insert(
+            s.run_mut(&key.run_id).calls.insert(
+                &key.node_id,
                 key.call_index,
                 Call {
                     entry: Entry {
@@ -224,7 +212,7 @@ impl Journal for MemoryJournal {
             && let Some(call) = s.call_mut(key)
         {
             call.entry.requests = call.entry.requests.max(1);
-            call.lease = Some(lease.clone());
+            call.lease = Some(Box::new(lease.clone()));
         }
         ready(Ok(begin))
     }
@@ -237,7 +225,7 @@ impl Journal for MemoryJournal {
         let mut s = self.lock();
         let renewed = match s.call_mut(key).and_then(|c| c.lease.as_mut()) {
             Some(held) if held.holder == lease.holder => {
-                *held = lease.clone();
+                **held = lease.clone();
                 true
             }
             _ => false,
@@ -250,7 +238,7 @@ impl Journal for MemoryJournal {
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
         let s = self.lock();
-        ready(Ok(s.call(key).and_then(|c| c.lease.clone())))
+        ready(Ok(s.call(key).and_then(|c| c.lease.as_deref().cloned())))
     }
 
     fn record_request<'a>(
@@ -311,7 +299,7 @@ impl Journal for MemoryJournal {
         // Only a deliberate retry asks, so the run's calls are scanned rather than indexed.
         let s = self.lock();
         let found = s.runs.get(run).is_some_and(|r| {
-            r.calls.values().flat_map(HashMap::values).any(|c| {
+            r.calls.iter().any(|(_, _, c)| {
                 c.entry.attempt_id == attempt_id
                     && matches!(c.entry.outcome, Some(Outcome::Completed { .. }))
             })
@@ -348,13 +336,11 @@ impl Journal for MemoryJournal {
         run: Option<&'a RunId>,
     ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
         let s = self.lock();
-        let mut charged: Vec<(&RunId, &String, u32, &Charge)> = Vec::new();
+        let mut charged: Vec<(&RunId, &str, u32, &Charge)> = Vec::new();
         for (id, r) in s.runs.iter().filter(|(id, _)| run.is_none_or(|w| w == *id)) {
-            for (node, calls) in &r.calls {
-                for (index, call) in calls {
-                    if let Some(c) = &call.charge {
-                        charged.push((id, node, *index, c));
-                    }
+            for (node, index, call) in r.calls.iter() {
+                if let Some(c) = &call.charge {
+                    charged.push((id, node, index, c));
                 }
             }
         }
@@ -363,7 +349,7 @@ impl Journal for MemoryJournal {
             .into_iter()
             .map(|(id, node, index, c)| ChargeRow {
                 run_id: id.as_str().to_owned(),
-                node_id: node.clone(),
+                node_id: node.to_owned(),
                 call_index: index,
                 charge: c.clone(),
             })
