@@ -273,8 +273,8 @@ pub trait Journal: Send + Sync {
 
     /// Writes the terminal outcome, its charge and the call's events in one transaction, and
     /// gives up the call's lease; may be deferred (see the trait). They are the journal's from
-    /// then on: nothing is copied on the way. An event that breaks a payload rule ([`Event::check`]) refuses
-    /// the whole write: all or nothing.
+    /// then on: nothing is copied on the way. An event that breaks a payload rule
+    /// ([`Event::check`]) refuses the whole write: all or nothing.
     fn finish<'a>(
         &'a self,
         key: &'a AttemptKey,

@@ -2,8 +2,8 @@
 //! keeps nothing across restarts. Nothing survives the process, and a retention rule
 //! ([`Retention`], `retention.rs`) bounds what it holds in a long-lived one.
 //!
-//! Everything of a run sits in one place (its record, calls, charges, leases and events), so a call's key is stored once, not once per table, and dropping a run is one
-//! removal.
+//! Everything of a run sits in one place (its record, calls, charges, leases and events), so a
+//! call's key is stored once, not once per table, and dropping a run is one removal.
 
 mod calls;
 mod retention;
@@ -37,9 +37,11 @@ struct Run {
 #[derive(Default)]
 struct State {
     runs: HashMap<RunId, Run>,
+    /// The order the next run record is registered in.
     next_run: u64,
     /// Calls held, over every run.
     calls: u64,
+    /// The runs with no node executing, oldest first, and what has been dropped.
     ended: Ended,
 }
 
@@ -58,13 +60,12 @@ impl State {
             .get_mut(&key.node_id, key.call_index)
     }
 
+    /// `run`'s entry, made when it has none (a run id is an `Arc`: cloning it copies nothing).
     fn run_mut(&mut self, run: &RunId) -> &mut Run {
-        if !self.runs.contains_key(run) {
-            self.runs.insert(run.clone(), Run::default());
-        }
-        self.runs.get_mut(run).expect("inserted above")
+        self.runs.entry(run.clone()).or_default()
     }
 
+    /// Forgets `run`: its record, calls, charges, leases and events.
     fn drop_run(&mut self, run: &RunId) {
         if let Some(dropped) = self.runs.remove(run) {
             self.calls = self.calls.saturating_sub(dropped.calls.len() as u64);
@@ -205,12 +206,14 @@ impl Journal for MemoryJournal {
         max_tokens: u32,
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
-        let _ = max_tokens;
+        // One lock: nobody sees the identity without its lease.
         let mut s = self.lock();
         let begin = begin_in(&mut s, key, fingerprint, attempt_id);
         if begin == Begin::Fresh
             && let Some(call) = s.call_mut(key)
         {
+            // Request 1, announced with the identity (`max_tokens` is not kept in memory).
+            let _ = max_tokens;
             call.entry.requests = call.entry.requests.max(1);
             call.lease = Some(Box::new(lease.clone()));
         }
@@ -265,6 +268,7 @@ impl Journal for MemoryJournal {
         charge: Option<Charge>,
         events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        // Every event is checked before anything is written: all or nothing.
         if let Err(e) = events.iter().try_for_each(super::checked) {
             return ready(Err(e));
         }
