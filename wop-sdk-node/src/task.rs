@@ -4,15 +4,16 @@
 //! it awaits the host, the request is handed out (`calls`), and JavaScript makes the
 //! `ctx.callAI` call, then hands the answer back with `resume`, which polls again. No thread is
 //! started and nothing crosses threads: a call costs two synchronous N-API calls and the JSON of
-//! its request and answer.
+//! its request and answer. A response schema crosses once per node execution: each call names
+//! it by its index, and JavaScript gives the call a copy of it.
 //!
 //! The one limit: a node may await only its `ctx` (calls, settling). Anything else (a timer, a
 //! socket) has nothing to wake it on the host's thread; such a node fails `node_failed` with a
 //! message that says so, instead of hanging.
 
-use crate::host::JsCallAi;
+use crate::host::{HostRequest, JsCallAi};
 use crate::run::run_node;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -26,8 +27,10 @@ use wop_sdk::wire::ErrorCode;
 #[derive(Default)]
 struct Calls {
     next_id: u32,
-    /// Made by the node since the last answer to JavaScript: (id, request JSON).
-    outgoing: Vec<(u32, String)>,
+    /// Made by the node since the last answer to JavaScript: (id, request).
+    outgoing: Vec<(u32, HostRequest)>,
+    /// The response schemas handed to JavaScript in this node execution, by index.
+    schemas: Vec<Arc<Value>>,
     /// Handed out, not yet answered.
     waiting: BTreeSet<u32>,
     /// Answered, not yet taken by the node.
@@ -43,7 +46,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct HandOff(Arc<Mutex<Calls>>);
 
 enum CallState {
-    Unsent(String),
+    Unsent(HostRequest),
     Waiting(u32),
     Done,
 }
@@ -81,7 +84,7 @@ impl Future for CallFuture {
 }
 
 impl JsCallAi for HandOff {
-    fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>> {
+    fn call(&self, request: HostRequest) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(CallFuture {
             calls: Arc::clone(&self.0),
             state: CallState::Unsent(request),
@@ -118,8 +121,54 @@ fn node_failed(message: &str) -> String {
     )
 }
 
-/// Polls `task` once and answers JavaScript: `{"done": <outcome>}`, or `{"task": id, "calls":
-/// [{"id", "request"}]}` with the calls made since the last answer.
+/// The index of `schema` among those JavaScript has; a new one is added, and written to `new`
+/// (`[index, schema]`, comma-separated).
+fn schema_index(known: &mut Vec<Arc<Value>>, schema: &Arc<Value>, new: &mut String) -> usize {
+    if let Some(i) = known
+        .iter()
+        .position(|s| Arc::ptr_eq(s, schema) || **s == **schema)
+    {
+        return i;
+    }
+    known.push(Arc::clone(schema));
+    if !new.is_empty() {
+        new.push(',');
+    }
+    new.push_str(&format!("[{},{schema}]", known.len() - 1));
+    known.len() - 1
+}
+
+/// The step that hands JavaScript the calls made since the last one: `{"task": id, "schemas"?:
+/// [[index, schema]], "calls": [{"id", "schema"?, "request"}]}`. A call with `schema` has the
+/// placeholder `0` as its request's `responseSchema`; `schemas` holds those JavaScript has not
+/// had yet in this node execution.
+fn calls_step(id: u32, calls: &mut Calls) -> String {
+    let outgoing = std::mem::take(&mut calls.outgoing);
+    let mut new = String::new();
+    let mut list = String::with_capacity(outgoing.iter().map(|(_, r)| r.text.len() + 40).sum());
+    for (i, (call, request)) in outgoing.iter().enumerate() {
+        if i > 0 {
+            list.push(',');
+        }
+        list.push_str(&format!("{{\"id\":{call},"));
+        if let Some((_, schema)) = &request.schema {
+            let index = schema_index(&mut calls.schemas, schema, &mut new);
+            list.push_str(&format!("\"schema\":{index},"));
+        }
+        list.push_str("\"request\":");
+        list.push_str(&request.text);
+        list.push('}');
+    }
+    let schemas = if new.is_empty() {
+        String::new()
+    } else {
+        format!("\"schemas\":[{new}],")
+    };
+    format!("{{\"task\":{id},{schemas}\"calls\":[{list}]}}")
+}
+
+/// Polls `task` once and answers JavaScript: `{"done": <outcome>}`, or the calls made since the
+/// last answer ([`calls_step`]).
 fn step(id: u32, mut task: Task) -> String {
     let polled = catch_unwind(AssertUnwindSafe(|| {
         task.future
@@ -137,7 +186,7 @@ fn step(id: u32, mut task: Task) -> String {
         }
         Ok(Poll::Ready(outcome)) => done(&outcome),
         Ok(Poll::Pending) => {
-            let outgoing = {
+            let answer = {
                 let mut calls = lock(&task.calls);
                 if calls.outgoing.is_empty() && calls.waiting.is_empty() {
                     return node_failed(
@@ -146,16 +195,8 @@ fn step(id: u32, mut task: Task) -> String {
                          through its ctx only",
                     );
                 }
-                std::mem::take(&mut calls.outgoing)
+                calls_step(id, &mut calls)
             };
-            let mut answer = format!("{{\"task\":{id},\"calls\":[");
-            for (i, (call, request)) in outgoing.iter().enumerate() {
-                if i > 0 {
-                    answer.push(',');
-                }
-                answer.push_str(&format!("{{\"id\":{call},\"request\":{request}}}"));
-            }
-            answer.push_str("]}");
             lock(&TASKS).running.insert(id, task);
             answer
         }

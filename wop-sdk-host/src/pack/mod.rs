@@ -32,7 +32,7 @@ pub use addon::PlatformAddon;
 pub use error::PackError;
 
 /// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
-pub const BRIDGE_ABI: u32 = 1;
+pub const BRIDGE_ABI: u32 = 2;
 
 /// The node timeout `index.mjs` uses when neither the node's configuration (`timeoutMs`) nor
 /// `--timeout-ms` gives one: 5 minutes.

@@ -10,9 +10,9 @@ struct Fake {
 }
 
 impl JsCallAi for Fake {
-    fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>> {
+    fn call(&self, request: HostRequest) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(async move {
-            let v = serde_json::from_str(&request).map_err(|e| e.to_string())?;
+            let v = serde_json::from_str(&request.full_text()).map_err(|e| e.to_string())?;
             self.sent
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
