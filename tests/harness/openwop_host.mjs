@@ -16,14 +16,17 @@
 //                             instead of mounting packsDir; the report's `installs` says what happened
 //   rfc0248?: bool,           be a host that advertises aiProviders.callAccounting {attempts, retryPolicy}
 //   providers?: [..],         the providers callAI accepts (default ["mock"])
-//   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..] }],
+//   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..],
+//             mutateRequests?: bool }],
 //   bench?: { rounds?, repeats? }   (the bridge's cost per call; see `bench` below)
 // }
 // A step's `inputs` may hold {"$output": "<nodeId>", "pointer": "/json/pointer"}: the output of
 // an earlier step. `script` is the mock provider's replies for that node, one per provider request
 // (the wop-sdk script format: content or chunks, usage | false, finishReason, error, hang). `hostAnswers`
 // replaces callAI itself with scripted answers (malformed-host tests): {result}, {throwValue},
-// {throwError: {message, code?}}, {hang: true}.
+// {throwError: {message, code?}}, {hang: true}. A step's report has `callAI`: each request as
+// ctx.callAI received it, as JSON text; `mutateRequests` makes the host change the response
+// schema of each request it was given once it has answered, as a host may.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -395,11 +398,28 @@ export async function runScenario(scenario) {
       continue;
     }
     const scope = { runId: step.runId ?? 'run-1', nodeId: step.nodeId, attempt: 1 };
+    // Each request as ctx.callAI received it (JSON text); with `mutateRequests`, the host then
+    // changes the response schema it was given, as a host may (no later call may see it).
+    const received = [];
+    const recorded = (callAI) => (req) => {
+      received.push(JSON.stringify(req));
+      const answer = callAI(req); // a synchronous throw stays one
+      if (step.mutateRequests && req !== null && typeof req === 'object') {
+        const mutate = () => {
+          const schema = req.responseSchema;
+          if (schema === null || typeof schema !== 'object') return;
+          schema.mutatedByHost = true;
+          if (schema.properties !== null && typeof schema.properties === 'object') schema.properties.mutatedByHost = {};
+        };
+        Promise.resolve(answer).then(mutate, mutate);
+      }
+      return answer;
+    };
     const ctx = {
       runId: scope.runId, nodeId: scope.nodeId, tenantId: 'tenant-1', attempt: 1,
       inputs: resolveInputs(step.inputs ?? null, outputs), config: step.config ?? {}, configurable: {}, secrets: {},
       emit: async (type, payload) => { host.emit(scope, type, payload); return { eventId: `e${host.events.length}`, sequence: host.events.length }; },
-      callAI: step.hostAnswers ? scriptedCallAI(step.hostAnswers) : (req) => host.callAI(scope, req),
+      callAI: recorded(step.hostAnswers ? scriptedCallAI(step.hostAnswers) : (req) => host.callAI(scope, req)),
     };
     const started = host.provider.requests.length;
     const outcome = await execute(ctx);
@@ -412,6 +432,7 @@ export async function runScenario(scenario) {
       outputTokens: host.events.filter((e) => e.type === 'provider.usage' && e.nodeId === step.nodeId).reduce((s, e) => s + e.payload.outputTokens, 0),
       usageComplete: requests.length === host.events.filter((e) => e.type === 'provider.usage' && e.nodeId === step.nodeId).length,
       messages: requests.map((r) => r.messages),
+      callAI: received,
     });
   }
   report.cacheHits = host.cacheHits;

@@ -174,7 +174,8 @@ pub async fn run_node(packs: &[Pack], request: &str, call: Arc<dyn JsCallAi>) ->
     )
     .await;
     match outcome.result {
-        Ok(outputs) => json!({"status": "success", "outputs": outputs}).to_string(),
+        // `{"outputs": …, "status": "success"}`, written without a copy of the outputs.
+        Ok(outputs) => format!("{{\"outputs\":{outputs},\"status\":\"success\"}}"),
         Err(error) => failure(&error),
     }
 }

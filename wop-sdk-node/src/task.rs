@@ -15,6 +15,7 @@ use crate::host::{HostRequest, JsCallAi};
 use crate::run::run_node;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -122,7 +123,7 @@ fn node_failed(message: &str) -> String {
 }
 
 /// The index of `schema` among those JavaScript has; a new one is added, and written to `new`
-/// (`[index, schema]`, comma-separated).
+/// (`[index,schema]`, comma-separated).
 fn schema_index(known: &mut Vec<Arc<Value>>, schema: &Arc<Value>, new: &mut String) -> usize {
     if let Some(i) = known
         .iter()
@@ -131,11 +132,13 @@ fn schema_index(known: &mut Vec<Arc<Value>>, schema: &Arc<Value>, new: &mut Stri
         return i;
     }
     known.push(Arc::clone(schema));
-    if !new.is_empty() {
-        new.push(',');
-    }
-    new.push_str(&format!("[{},{schema}]", known.len() - 1));
-    known.len() - 1
+    let i = known.len() - 1;
+    let _ = write!(
+        new,
+        "{}[{i},{schema}]",
+        if new.is_empty() { "" } else { "," }
+    );
+    i
 }
 
 /// The step that hands JavaScript the calls made since the last one: `{"task": id, "schemas"?:
@@ -145,26 +148,24 @@ fn schema_index(known: &mut Vec<Arc<Value>>, schema: &Arc<Value>, new: &mut Stri
 fn calls_step(id: u32, calls: &mut Calls) -> String {
     let outgoing = std::mem::take(&mut calls.outgoing);
     let mut new = String::new();
-    let mut list = String::with_capacity(outgoing.iter().map(|(_, r)| r.text.len() + 40).sum());
+    let mut list = String::with_capacity(outgoing.iter().map(|(_, r)| r.text.len() + 32).sum());
     for (i, (call, request)) in outgoing.iter().enumerate() {
-        if i > 0 {
-            list.push(',');
-        }
-        list.push_str(&format!("{{\"id\":{call},"));
+        let _ = write!(list, "{}{{\"id\":{call},", if i > 0 { "," } else { "" });
         if let Some((_, schema)) = &request.schema {
             let index = schema_index(&mut calls.schemas, schema, &mut new);
-            list.push_str(&format!("\"schema\":{index},"));
+            let _ = write!(list, "\"schema\":{index},");
         }
         list.push_str("\"request\":");
         list.push_str(&request.text);
         list.push('}');
     }
-    let schemas = if new.is_empty() {
-        String::new()
-    } else {
-        format!("\"schemas\":[{new}],")
-    };
-    format!("{{\"task\":{id},{schemas}\"calls\":[{list}]}}")
+    let mut step = String::with_capacity(list.len() + new.len() + 48);
+    let _ = write!(step, "{{\"task\":{id},");
+    if !new.is_empty() {
+        let _ = write!(step, "\"schemas\":[{new}],");
+    }
+    let _ = write!(step, "\"calls\":[{list}]}}");
+    step
 }
 
 /// Polls `task` once and answers JavaScript: `{"done": <outcome>}`, or the calls made since the
@@ -258,9 +259,32 @@ mod tests {
         Ok(format!("{a}+{b}"))
     }
 
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Line {
+        text: String,
+    }
+
+    #[wop_node(type_id = "community.test.two-lines", version = "1.0.0")]
+    async fn two_lines(ctx: &NodeCtx<'_>, prompt: String) -> Result<String, NodeError> {
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let c = ctx
+                .call_ai(AiRequest::<Line>::prompt(prompt.clone()))
+                .await?;
+            lines.push(c.into_output().map(|l| l.text).unwrap_or_default());
+        }
+        Ok(lines.join("+"))
+    }
+
     fn packs() -> &'static [Pack] {
         static PACKS: OnceLock<Vec<Pack>> = OnceLock::new();
-        PACKS.get_or_init(|| vec![Pack::new("community.test.pack", "1.0.0").node(TwoCalls)])
+        PACKS.get_or_init(|| {
+            vec![
+                Pack::new("community.test.pack", "1.0.0")
+                    .node(TwoCalls)
+                    .node(TwoLines),
+            ]
+        })
     }
 
     fn request() -> String {
@@ -300,6 +324,31 @@ mod tests {
         assert_eq!(
             parse(&resume(task, 1, "{}".to_owned()))["done"]["error"]["code"],
             ErrorCode::NodeFailed.as_str()
+        );
+    }
+
+    #[test]
+    fn a_response_schema_crosses_once_per_node_execution() {
+        let request = request().replace("two-calls", "two-lines");
+        let first = parse(&start(packs(), request));
+        let task = u32::try_from(first["task"].as_u64().expect("a task")).expect("u32");
+        let schema = &first["schemas"][0];
+        assert_eq!(schema[0], 0);
+        assert_eq!(schema[1]["properties"]["text"]["type"], "string", "{first}");
+        let call = &first["calls"][0];
+        assert_eq!(
+            (&call["schema"], &call["request"]["responseSchema"]),
+            (&json!(0), &json!(0))
+        );
+        let answer = |t: &str| json!({"result": {"data": {"text": t}}}).to_string();
+        let second = parse(&resume(task, 1, answer("a")));
+        // The second call of the same output type names the schema JavaScript has.
+        assert!(second.get("schemas").is_none(), "{second}");
+        assert_eq!(second["calls"][0]["schema"], 0);
+        let third = parse(&resume(task, 2, answer("b")));
+        assert_eq!(
+            third["done"],
+            json!({"status": "success", "outputs": "a+b"})
         );
     }
 }

@@ -42,21 +42,25 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Answer {
-    result: Object<Fast>,
+struct Answer<'a> {
+    #[serde(borrow)]
+    result: Object<Fast<'a>>,
 }
 
+/// The closed sets (`finishReason`, …) are read borrowed: one written with an escape is read
+/// the slow way.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Fast {
+struct Fast<'a> {
     data: Option<Value>,
     content: Option<String>,
     usage: Option<Object<FastUsage>>,
-    finish_reason: Option<String>,
+    finish_reason: Option<&'a str>,
     model: Option<String>,
     attempt_id: Option<String>,
-    semantic_status: Option<String>,
-    attempts: Option<Object<FastAttempts>>,
+    semantic_status: Option<&'a str>,
+    #[serde(borrow)]
+    attempts: Option<Object<FastAttempts<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -71,11 +75,11 @@ struct FastUsage {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct FastAttempts {
+struct FastAttempts<'a> {
     count: Option<u64>,
     output_tokens: Option<u64>,
     usage_complete: Option<bool>,
-    structured_output: Option<String>,
+    structured_output: Option<&'a str>,
 }
 
 /// The result of an answer `{"result": {...}}` (JSON text, as `index.mjs` writes it), its shape
@@ -85,9 +89,9 @@ pub(super) fn result_of(answer: &str) -> Option<CallAiResult> {
     let Object(Answer { result: Object(f) }) = serde_json::from_str(answer).ok()?;
     let finish_reason = match f.finish_reason {
         None => None,
-        Some(s) => Some(FinishReason::parse(&s)?),
+        Some(s) => Some(FinishReason::parse(s)?),
     };
-    let semantic_status = match f.semantic_status.as_deref() {
+    let semantic_status = match f.semantic_status {
         None => None,
         Some("ok") => Some(SemanticStatus::Ok),
         Some("invalid_output") => Some(SemanticStatus::InvalidOutput),
@@ -107,7 +111,7 @@ pub(super) fn result_of(answer: &str) -> Option<CallAiResult> {
             usage_complete: a.usage_complete?,
             structured_output: match a.structured_output {
                 None => None,
-                Some(mode) => Some(StructuredOutputMode::parse(&mode)?),
+                Some(mode) => Some(StructuredOutputMode::parse(mode)?),
             },
         }),
     };

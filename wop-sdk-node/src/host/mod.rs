@@ -8,13 +8,17 @@
 mod answer;
 mod config;
 mod document;
+#[cfg(test)]
+mod equivalence;
 mod request;
 #[cfg(test)]
 mod tests;
+mod typed;
 
 pub use config::NodeConfig;
 pub(crate) use document::snapshot_document;
 pub use document::{HostKind, OPENWOP_APP_SNAPSHOT, host_document};
+pub use request::HostRequest;
 
 use crate::errors::{map_host_error, with_host_message, with_mock_seam_hint};
 use serde_json::{Value, json};
@@ -27,36 +31,6 @@ use wop_sdk::host::{BoxFuture, FailureToken, HostFailure};
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent,
 };
-
-/// One request as the bridge hands it to JavaScript: its JSON text and, for a structured call
-/// from the runtime, its response schema apart.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HostRequest {
-    /// The request as JSON text. With [`HostRequest::schema`], its `responseSchema` is the
-    /// placeholder `0`, which JavaScript replaces with a copy of the schema.
-    pub text: String,
-    /// The response schema, and the byte offset of its placeholder in `text`. A node's calls of
-    /// one output type share one schema: the bridge hands it to JavaScript once per node
-    /// execution, and each call a copy of it.
-    pub schema: Option<(usize, Arc<Value>)>,
-}
-
-impl HostRequest {
-    /// The request as the host gets it, as JSON text: `text` with the schema in place of its
-    /// placeholder.
-    pub fn full_text(&self) -> String {
-        match &self.schema {
-            None => self.text.clone(),
-            Some((at, schema)) => {
-                let mut full = String::with_capacity(self.text.len() + 256);
-                full.push_str(&self.text[..*at]);
-                full.push_str(&schema.to_string());
-                full.push_str(&self.text[*at + 1..]);
-                full
-            }
-        }
-    }
-}
 
 /// One `ctx.callAI` call, as the generated `index.mjs` makes it: the request in (JSON text, its
 /// schema apart, [`HostRequest`]), the answer as JSON text out: `{"result": <the host's
@@ -240,7 +214,7 @@ impl Host for JsHost {
             // The request written straight from the runtime's, its schema apart (the same text
             // as `call_json` of its JSON value).
             let issued = |id: &str| self.books().issued.contains(id);
-            let outgoing = match request::typed_request(request, self.kind, &self.config, issued) {
+            let outgoing = match typed::typed_request(request, self.kind, &self.config, issued) {
                 Ok(outgoing) => outgoing,
                 Err(public) => return Err(self.fail(public)),
             };

@@ -2,23 +2,53 @@
 //! provider and model filled in, and on a plain host (no `callAccounting`) the lineage checked by
 //! the bridge and left out, with no `retry`.
 //!
-//! Two writers, one text: [`host_request`] writes a JSON value (what [`super::JsHost::call_json`]
-//! takes), [`typed_request`] writes the runtime's [`CallAiRequest`] straight, without building a
-//! value first (the per-call path). Both check with [`fill_and_check`] and write the same keys in
-//! the same order (the order of the request's JSON value: sorted, then the filled keys), so a
-//! request is the same text whichever path wrote it (tested in `host/tests.rs`).
+//! Two writers, one text: [`host_request`] here writes a JSON value (what
+//! [`super::JsHost::call_json`] takes), `typed.rs` writes the runtime's `CallAiRequest`
+//! straight, without building a value first (the per-call path). Both check with
+//! [`fill_and_check`] and write the same keys in the same order (the order of the request's JSON
+//! value: sorted, then the filled keys), so a request is the same text whichever path wrote it
+//! (tested in `host/equivalence.rs`).
 
-use super::HostRequest;
 use super::config::NodeConfig;
 use super::document::HostKind;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use wop_sdk::wire::{CallAiRequest, ErrorEnvelope, Message, Retry};
+use wop_sdk::wire::ErrorEnvelope;
+
+/// One request as the bridge hands it to JavaScript: its JSON text and, for a structured call
+/// from the runtime, its response schema apart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostRequest {
+    /// The request as JSON text. With [`HostRequest::schema`], its `responseSchema` is the
+    /// placeholder `0`, which JavaScript replaces with a copy of the schema.
+    pub text: String,
+    /// The response schema, and the byte offset of its placeholder in `text`. A node's calls of
+    /// one output type share one schema: the bridge hands it to JavaScript once per node
+    /// execution, and each call a copy of it.
+    pub schema: Option<(usize, Arc<Value>)>,
+}
+
+impl HostRequest {
+    /// The request as the host gets it, as JSON text: `text` with the schema in place of its
+    /// placeholder.
+    pub fn full_text(&self) -> String {
+        match &self.schema {
+            None => self.text.clone(),
+            Some((at, schema)) => {
+                let mut full = String::with_capacity(self.text.len() + 256);
+                full.push_str(&self.text[..*at]);
+                full.push_str(&schema.to_string());
+                full.push_str(&self.text[*at + 1..]);
+                full
+            }
+        }
+    }
+}
 
 /// What the checks read of one key of the request.
 #[derive(Clone, Copy)]
-enum Field<'a> {
+pub(super) enum Field<'a> {
     Absent,
     Str(&'a str),
     /// Present, not a string.
@@ -44,18 +74,18 @@ impl<'a> Field<'a> {
         }
     }
 
-    fn of_opt(v: Option<&'a str>) -> Self {
+    pub(super) fn of_opt(v: Option<&'a str>) -> Self {
         v.map_or(Self::Absent, Self::Str)
     }
 }
 
 /// `provider` and `model` from the configuration when the request has none.
-type Filled<'a> = [(&'static str, Option<&'a str>); 2];
+pub(super) type Filled<'a> = [(&'static str, Option<&'a str>); 2];
 
 /// The checks of both writers: `provider` and `model` (`fields[0]`, `fields[1]`) present or
 /// filled from `config`; on a plain host the lineage (`retry_of`, `reason_present`) is one the
 /// bridge made (`issued`). Answers the filled keys.
-fn fill_and_check<'a>(
+pub(super) fn fill_and_check<'a>(
     fields: [Field<'_>; 2],
     retry_of: Field<'_>,
     reason_present: bool,
@@ -150,7 +180,7 @@ impl Serialize for Outgoing<'_> {
     }
 }
 
-fn write_error(e: &serde_json::Error) -> ErrorEnvelope {
+pub(super) fn write_error(e: &serde_json::Error) -> ErrorEnvelope {
     ErrorEnvelope::validation("request", format!("cannot be written as JSON: {e}"))
 }
 
@@ -188,151 +218,4 @@ pub(super) fn host_request(
         left_out: if plain { LINEAGE } else { &[] },
     };
     serde_json::to_string(&outgoing).map_err(|e| write_error(&e))
-}
-
-/// A message as its JSON value is written: `content`, then `role`.
-struct Msg<'a>(&'a Message);
-
-impl Serialize for Msg<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("content", &self.0.content)?;
-        map.serialize_entry("role", &self.0.role)?;
-        map.end()
-    }
-}
-
-struct Msgs<'a>(&'a [Message]);
-
-impl Serialize for Msgs<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(Msg))
-    }
-}
-
-/// `retry` as its JSON value is written: `growMaxTokens`, then `maxAttempts`, each when set.
-struct RetryOut<'a>(&'a Retry);
-
-impl Serialize for RetryOut<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(None)?;
-        if let Some(g) = self.0.grow_max_tokens {
-            map.serialize_entry("growMaxTokens", &g)?;
-        }
-        if let Some(m) = self.0.max_attempts {
-            map.serialize_entry("maxAttempts", &m)?;
-        }
-        map.end()
-    }
-}
-
-/// The request written from the runtime's value, its keys in the order of its JSON value
-/// (`CallAiRequest::to_json`, a sorted map); `responseSchema` written as `0` when `schema_apart`.
-struct Typed<'a> {
-    request: &'a CallAiRequest,
-    filled: Filled<'a>,
-    plain: bool,
-    schema_apart: bool,
-}
-
-impl Serialize for Typed<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = self.request;
-        let own = |key: &str| self.filled.iter().all(|(k, v)| *k != key || v.is_none());
-        let mut map = s.serialize_map(None)?;
-        if !r.beneficiary_user_ids.is_empty() {
-            map.serialize_entry("beneficiaryUserIds", &r.beneficiary_user_ids)?;
-        }
-        if let Some(v) = r.max_tokens {
-            map.serialize_entry("maxTokens", &v)?;
-        }
-        map.serialize_entry("messages", &Msgs(&r.messages))?;
-        if let (Some(v), true) = (&r.model, own("model")) {
-            map.serialize_entry("model", v)?;
-        }
-        if let (Some(v), true) = (&r.provider, own("provider")) {
-            map.serialize_entry("provider", v)?;
-        }
-        if let Some(v) = &r.purpose {
-            map.serialize_entry("purpose", v)?;
-        }
-        match &r.response_schema {
-            Some(_) if self.schema_apart => map.serialize_entry("responseSchema", &0)?,
-            Some(v) => map.serialize_entry("responseSchema", v.as_ref())?,
-            None => {}
-        }
-        if !self.plain {
-            if let Some(v) = &r.retry {
-                map.serialize_entry("retry", &RetryOut(v))?;
-            }
-            if let Some(v) = &r.retry_of_attempt_id {
-                map.serialize_entry("retryOfAttemptId", v)?;
-            }
-            if let Some(v) = &r.retry_reason {
-                map.serialize_entry("retryReason", v)?;
-            }
-        }
-        if let Some(v) = &r.slot {
-            map.serialize_entry("slot", v)?;
-        }
-        if let Some(v) = &r.stop_sequences {
-            map.serialize_entry("stopSequences", v)?;
-        }
-        if let Some(v) = &r.system_prompt {
-            map.serialize_entry("systemPrompt", v)?;
-        }
-        if let Some(v) = r.temperature {
-            map.serialize_entry("temperature", &v)?;
-        }
-        for (key, value) in &self.filled {
-            if let Some(v) = value {
-                map.serialize_entry(key, v)?;
-            }
-        }
-        map.end()
-    }
-}
-
-/// The placeholder `responseSchema` value of a request written with its schema apart.
-const PLACEHOLDER: &str = "\"responseSchema\":0";
-
-/// The runtime's request as the host gets it, with the same checks and the same text as
-/// [`host_request`] of its JSON value, written without building that value. The response schema,
-/// constant for a node's calls of one type, goes apart ([`HostRequest::schema`]): the bridge
-/// hands it to JavaScript once per node execution.
-pub(super) fn typed_request(
-    request: &CallAiRequest,
-    kind: HostKind,
-    config: &NodeConfig,
-    issued: impl Fn(&str) -> bool,
-) -> Result<HostRequest, ErrorEnvelope> {
-    let plain = kind == HostKind::Plain;
-    let filled = fill_and_check(
-        [
-            Field::of_opt(request.provider.as_deref()),
-            Field::of_opt(request.model.as_deref()),
-        ],
-        Field::of_opt(request.retry_of_attempt_id.as_deref()),
-        request.retry_reason.is_some(),
-        plain,
-        config,
-        issued,
-    )?;
-    let typed = Typed {
-        request,
-        filled,
-        plain,
-        schema_apart: request.response_schema.is_some(),
-    };
-    let text = serde_json::to_string(&typed).map_err(|e| write_error(&e))?;
-    let schema = match &request.response_schema {
-        // The placeholder is the one unescaped `"responseSchema":` of the text (a key; in a
-        // string its quotes would be escaped).
-        Some(schema) => match text.find(PLACEHOLDER) {
-            Some(at) => Some((at + PLACEHOLDER.len() - 1, Arc::clone(schema))),
-            None => return Err(write_error(&serde::ser::Error::custom("no schema key"))),
-        },
-        None => None,
-    };
-    Ok(HostRequest { text, schema })
 }
