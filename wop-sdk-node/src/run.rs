@@ -174,8 +174,15 @@ pub async fn run_node(packs: &[Pack], request: &str, call: Arc<dyn JsCallAi>) ->
     )
     .await;
     match outcome.result {
-        // `{"outputs": …, "status": "success"}`, written without a copy of the outputs.
-        Ok(outputs) => format!("{{\"outputs\":{outputs},\"status\":\"success\"}}"),
+        // `{"outputs": …, "status": "success"}`, written without a copy of the outputs (and
+        // with `to_string`, which writes to a buffer, not through a formatter).
+        Ok(outputs) => match serde_json::to_string(&outputs) {
+            Ok(outputs) => format!("{{\"outputs\":{outputs},\"status\":\"success\"}}"),
+            Err(e) => failure(&ErrorEnvelope::new(
+                ErrorCode::NodeFailed,
+                format!("the node's output cannot be written as JSON: {e}"),
+            )),
+        },
         Err(error) => failure(&error),
     }
 }

@@ -191,15 +191,18 @@ class Calls {
     );
   }
 
-  // The next answer, as [id, text].
-  async next() {
-    while (this.ready.length === 0) {
-      await new Promise((resolve) => {
-        this.wake = resolve;
-      });
-    }
+  // The next answer, as [id, text], or undefined when none has come yet.
+  take() {
+    if (this.ready.length === 0) return undefined;
     const id = this.ready.shift();
     return [id, this.ready.shift()];
+  }
+
+  // Settles when an answer comes (or the deadline passes).
+  wait() {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
   }
 
   end() {
@@ -259,8 +262,12 @@ async function run(typeId, ctx) {
         if (c.schema !== undefined) c.request.responseSchema = copy(schemas[c.schema]);
         calls.start(c.id, c.request);
       }
-      const [id, text] = await calls.next();
-      step = JSON.parse(addon.wopResume(task, id, text));
+      let next = calls.take();
+      while (next === undefined) {
+        await calls.wait();
+        next = calls.take();
+      }
+      step = JSON.parse(addon.wopResume(task, next[0], next[1]));
     }
     task = undefined;
     answer = step.done;
