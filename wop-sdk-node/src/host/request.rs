@@ -32,16 +32,16 @@ pub struct HostRequest {
 impl HostRequest {
     /// The request as the host gets it, as JSON text: `text` with the schema in place of its
     /// placeholder.
+    /// `text` as it is when `schema` is `None` or its offset is not that of a `0` in it.
     pub fn full_text(&self) -> String {
-        match &self.schema {
-            None => self.text.clone(),
-            Some((at, schema)) => {
-                let mut full = String::with_capacity(self.text.len() + 256);
-                full.push_str(&self.text[..*at]);
-                full.push_str(&schema.to_string());
-                full.push_str(&self.text[*at + 1..]);
-                full
+        let Some((at, schema)) = &self.schema else {
+            return self.text.clone();
+        };
+        match (self.text.get(..*at), self.text.get(*at..)) {
+            (Some(before), Some(rest)) if rest.starts_with('0') => {
+                format!("{before}{schema}{}", &rest[1..])
             }
+            _ => self.text.clone(),
         }
     }
 }
