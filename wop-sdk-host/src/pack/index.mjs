@@ -178,17 +178,16 @@ class Calls {
       return;
     }
     this.waiting.add(id);
-    let pending;
     try {
       if (typeof this.ctx.callAI !== 'function') return this.answer(id, MISSING);
-      pending = this.ctx.callAI(request);
+      // Inside the try too: a host's promise whose `then` throws is an answer, not a crash.
+      Promise.resolve(this.ctx.callAI(request)).then(
+        (result) => this.answer(id, resultText(result)),
+        (e) => this.answer(id, JSON.stringify({ error: describe(e) })),
+      );
     } catch (e) {
-      return this.answer(id, JSON.stringify({ error: describe(e) }));
+      this.answer(id, JSON.stringify({ error: describe(e) }));
     }
-    Promise.resolve(pending).then(
-      (result) => this.answer(id, resultText(result)),
-      (e) => this.answer(id, JSON.stringify({ error: describe(e) })),
-    );
   }
 
   // The next answer, as [id, text], or undefined when none has come yet.
