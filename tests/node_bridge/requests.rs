@@ -7,6 +7,10 @@
 //! `callAI` record), keys in the order they arrived. Each step here runs with
 //! `mutateRequests`: the host changes the response schema it was given once it has answered, so
 //! a schema shared between calls would show in the next request.
+//!
+//! A deliberate change of what the runtime sends (a prompt, a new field) changes these texts:
+//! then record them again, from the bridge before the change, by running `check`'s scenario
+//! through the harness and writing each step's `callAI` under its host kind and node id.
 
 use super::{book_steps, harness, scenario};
 use serde_json::Value;
