@@ -404,7 +404,10 @@ fn an_addon_for_another_platform_bridge_or_node_fails_every_node_at_once_with_th
     assert_unavailable(&run_all_nodes(&other, false), "not for this host");
     let abi = dev_variant(
         "abi",
-        edit_index("const ABI = 1;".into(), "const ABI = 99;".into()),
+        edit_index(
+            format!("const ABI = {};", wop_sdk_host::pack::BRIDGE_ABI),
+            "const ABI = 99;".into(),
+        ),
     );
     assert_unavailable(&run_all_nodes(&abi, false), "another bridge ABI");
     let garbage = dev_variant("garbage", |dir| {

@@ -16,14 +16,17 @@
 //                             instead of mounting packsDir; the report's `installs` says what happened
 //   rfc0248?: bool,           be a host that advertises aiProviders.callAccounting {attempts, retryPolicy}
 //   providers?: [..],         the providers callAI accepts (default ["mock"])
-//   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..] }],
+//   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..],
+//             mutateRequests?: bool }],
 //   bench?: { rounds?, repeats? }   (the bridge's cost per call; see `bench` below)
 // }
 // A step's `inputs` may hold {"$output": "<nodeId>", "pointer": "/json/pointer"}: the output of
 // an earlier step. `script` is the mock provider's replies for that node, one per provider request
 // (the wop-sdk script format: content or chunks, usage | false, finishReason, error, hang). `hostAnswers`
 // replaces callAI itself with scripted answers (malformed-host tests): {result}, {throwValue},
-// {throwError: {message, code?}}, {hang: true}.
+// {throwError: {message, code?}}, {hang: true}. A step's report has `callAI`: each request as
+// ctx.callAI received it, as JSON text; `mutateRequests` makes the host change the response
+// schema of each request it was given once it has answered, as a host may.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -395,11 +398,28 @@ export async function runScenario(scenario) {
       continue;
     }
     const scope = { runId: step.runId ?? 'run-1', nodeId: step.nodeId, attempt: 1 };
+    // Each request as ctx.callAI received it (JSON text); with `mutateRequests`, the host then
+    // changes the response schema it was given, as a host may (no later call may see it).
+    const received = [];
+    const recorded = (callAI) => (req) => {
+      received.push(JSON.stringify(req));
+      const answer = callAI(req); // a synchronous throw stays one
+      if (step.mutateRequests && req !== null && typeof req === 'object') {
+        const mutate = () => {
+          const schema = req.responseSchema;
+          if (schema === null || typeof schema !== 'object') return;
+          schema.mutatedByHost = true;
+          if (schema.properties !== null && typeof schema.properties === 'object') schema.properties.mutatedByHost = {};
+        };
+        Promise.resolve(answer).then(mutate, mutate);
+      }
+      return answer;
+    };
     const ctx = {
       runId: scope.runId, nodeId: scope.nodeId, tenantId: 'tenant-1', attempt: 1,
       inputs: resolveInputs(step.inputs ?? null, outputs), config: step.config ?? {}, configurable: {}, secrets: {},
       emit: async (type, payload) => { host.emit(scope, type, payload); return { eventId: `e${host.events.length}`, sequence: host.events.length }; },
-      callAI: step.hostAnswers ? scriptedCallAI(step.hostAnswers) : (req) => host.callAI(scope, req),
+      callAI: recorded(step.hostAnswers ? scriptedCallAI(step.hostAnswers) : (req) => host.callAI(scope, req)),
     };
     const started = host.provider.requests.length;
     const outcome = await execute(ctx);
@@ -412,6 +432,7 @@ export async function runScenario(scenario) {
       outputTokens: host.events.filter((e) => e.type === 'provider.usage' && e.nodeId === step.nodeId).reduce((s, e) => s + e.payload.outputTokens, 0),
       usageComplete: requests.length === host.events.filter((e) => e.type === 'provider.usage' && e.nodeId === step.nodeId).length,
       messages: requests.map((r) => r.messages),
+      callAI: received,
     });
   }
   report.cacheHits = host.cacheHits;
@@ -423,8 +444,8 @@ export async function runScenario(scenario) {
 // The bridge's cost per call. The same work written as a pure-JS node and as Book AI's Rust
 // `draft-scene` (through the addon): one structured call per scene to an instant callAI (an
 // RFC 0248 answer, so each call is charged 1: four fit the node's budget of 6, as each reserves
-// its worst case of 3), timed per node execution with 1 and with 4 calls. The marginal cost of a
-// call is (T4 - T1) / 3; the fixed
+// its worst case of 3), timed per node execution with 1 and with 4 calls, in wall time and in
+// this process's CPU time. The marginal cost of a call is (T4 - T1) / 3; the fixed
 // cost of a node execution is T1 minus one call.
 async function bench(registry, _host, b) {
   process.env.WOP_SDK_HOST_CAPABILITIES = JSON.stringify(new OpenwopHost({ rfc0248: true }).capabilityDocument());
@@ -449,27 +470,37 @@ async function bench(registry, _host, b) {
       const o = await execute(ctx(i));
       if (o.status !== 'success' || o.outputs.scenes.some((x) => x.placeholder)) throw new Error(`bench node failed: ${JSON.stringify(o)}`);
     }
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < rounds; i++) await execute(ctx(i));
-    return Number(process.hrtime.bigint() - t0) / rounds / 1000; // µs per node execution
+    const cpu = process.cpuUsage(c0);
+    // µs per node execution: wall time, and this process's CPU time (less moved by other
+    // processes on a loaded machine)
+    return [Number(process.hrtime.bigint() - t0) / rounds / 1000, (cpu.user + cpu.system) / rounds];
   };
   const rounds = b.rounds ?? 500;
   const samples = { pure1: [], pure4: [], rust1: [], rust4: [] };
+  const cpu = { pure1: [], pure4: [], rust1: [], rust4: [] };
   for (let r = 0; r < (b.repeats ?? 7); r++) {
-    samples.pure1.push(await time(pure, 1, rounds));
-    samples.pure4.push(await time(pure, 4, rounds));
-    samples.rust1.push(await time(rust, 1, rounds));
-    samples.rust4.push(await time(rust, 4, rounds));
+    for (const [key, execute, n] of [['pure1', pure, 1], ['pure4', pure, 4], ['rust1', rust, 1], ['rust4', rust, 4]]) {
+      const [wall, used] = await time(execute, n, rounds);
+      samples[key].push(wall);
+      cpu[key].push(used);
+    }
   }
   const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
   const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]));
+  const c = Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, median(v)]));
   const perCall = { pure: (m.pure4 - m.pure1) / 3, rust: (m.rust4 - m.rust1) / 3 };
+  const cpuPerCall = { pure: (c.pure4 - c.pure1) / 3, rust: (c.rust4 - c.rust1) / 3 };
   return {
     rounds, node: process.version,
     usPerNode: m,
     usPerCall: perCall,
     usFixedPerNode: { pure: m.pure1 - perCall.pure, rust: m.rust1 - perCall.rust },
     bridgeUsPerCall: perCall.rust - perCall.pure,
+    cpuUsPerCall: cpuPerCall,
+    bridgeCpuUsPerCall: cpuPerCall.rust - cpuPerCall.pure,
   };
 }
 

@@ -99,7 +99,9 @@ mod run;
 mod task;
 
 pub use errors::map_host_error;
-pub use host::{HostKind, JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT, host_document};
+pub use host::{
+    HostKind, HostRequest, JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT, host_document,
+};
 pub use run::{ABI_VERSION, budget_check_json, manifests_json, pack_files_json, run_node};
 pub use task::{cancel, resume, start};
 

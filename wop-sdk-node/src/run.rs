@@ -11,7 +11,7 @@ use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope};
 
 /// The version of the contract between the addon and the generated `index.mjs` (the JSON
 /// shapes of [`run_node`] and [`JsCallAi`]). `index.mjs` refuses an addon of another version.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// The `pack.json` of each pack, as a JSON array.
 pub fn manifests_json(packs: &[Pack]) -> String {
@@ -174,7 +174,15 @@ pub async fn run_node(packs: &[Pack], request: &str, call: Arc<dyn JsCallAi>) ->
     )
     .await;
     match outcome.result {
-        Ok(outputs) => json!({"status": "success", "outputs": outputs}).to_string(),
+        // `{"outputs": …, "status": "success"}`, written without a copy of the outputs (and
+        // with `to_string`, which writes to a buffer, not through a formatter).
+        Ok(outputs) => match serde_json::to_string(&outputs) {
+            Ok(outputs) => format!("{{\"outputs\":{outputs},\"status\":\"success\"}}"),
+            Err(e) => failure(&ErrorEnvelope::new(
+                ErrorCode::NodeFailed,
+                format!("the node's output cannot be written as JSON: {e}"),
+            )),
+        },
         Err(error) => failure(&error),
     }
 }

@@ -4,16 +4,18 @@
 //! it awaits the host, the request is handed out (`calls`), and JavaScript makes the
 //! `ctx.callAI` call, then hands the answer back with `resume`, which polls again. No thread is
 //! started and nothing crosses threads: a call costs two synchronous N-API calls and the JSON of
-//! its request and answer.
+//! its request and answer. A response schema crosses once per node execution: each call names
+//! it by its index, and JavaScript gives the call a copy of it.
 //!
 //! The one limit: a node may await only its `ctx` (calls, settling). Anything else (a timer, a
 //! socket) has nothing to wake it on the host's thread; such a node fails `node_failed` with a
 //! message that says so, instead of hanging.
 
-use crate::host::JsCallAi;
+use crate::host::{HostRequest, JsCallAi};
 use crate::run::run_node;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -26,8 +28,10 @@ use wop_sdk::wire::ErrorCode;
 #[derive(Default)]
 struct Calls {
     next_id: u32,
-    /// Made by the node since the last answer to JavaScript: (id, request JSON).
-    outgoing: Vec<(u32, String)>,
+    /// Made by the node since the last answer to JavaScript: (id, request).
+    outgoing: Vec<(u32, HostRequest)>,
+    /// The response schemas handed to JavaScript in this node execution, by index.
+    schemas: Vec<Arc<Value>>,
     /// Handed out, not yet answered.
     waiting: BTreeSet<u32>,
     /// Answered, not yet taken by the node.
@@ -43,7 +47,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct HandOff(Arc<Mutex<Calls>>);
 
 enum CallState {
-    Unsent(String),
+    Unsent(HostRequest),
     Waiting(u32),
     Done,
 }
@@ -81,7 +85,7 @@ impl Future for CallFuture {
 }
 
 impl JsCallAi for HandOff {
-    fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>> {
+    fn call(&self, request: HostRequest) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(CallFuture {
             calls: Arc::clone(&self.0),
             state: CallState::Unsent(request),
@@ -118,8 +122,54 @@ fn node_failed(message: &str) -> String {
     )
 }
 
-/// Polls `task` once and answers JavaScript: `{"done": <outcome>}`, or `{"task": id, "calls":
-/// [{"id", "request"}]}` with the calls made since the last answer.
+/// The index of `schema` among those JavaScript has; a new one is added, and written to `new`
+/// (`[index,schema]`, comma-separated).
+fn schema_index(known: &mut Vec<Arc<Value>>, schema: &Arc<Value>, new: &mut String) -> usize {
+    if let Some(i) = known
+        .iter()
+        .position(|s| Arc::ptr_eq(s, schema) || **s == **schema)
+    {
+        return i;
+    }
+    known.push(Arc::clone(schema));
+    let i = known.len() - 1;
+    let _ = write!(
+        new,
+        "{}[{i},{schema}]",
+        if new.is_empty() { "" } else { "," }
+    );
+    i
+}
+
+/// The step that hands JavaScript the calls made since the last one: `{"task": id, "schemas"?:
+/// [[index, schema]], "calls": [{"id", "schema"?, "request"}]}`. A call with `schema` has the
+/// placeholder `0` as its request's `responseSchema`; `schemas` holds those JavaScript has not
+/// had yet in this node execution.
+fn calls_step(id: u32, calls: &mut Calls) -> String {
+    let outgoing = std::mem::take(&mut calls.outgoing);
+    let mut new = String::new();
+    let mut list = String::with_capacity(outgoing.iter().map(|(_, r)| r.text.len() + 32).sum());
+    for (i, (call, request)) in outgoing.iter().enumerate() {
+        let _ = write!(list, "{}{{\"id\":{call},", if i > 0 { "," } else { "" });
+        if let Some((_, schema)) = &request.schema {
+            let index = schema_index(&mut calls.schemas, schema, &mut new);
+            let _ = write!(list, "\"schema\":{index},");
+        }
+        list.push_str("\"request\":");
+        list.push_str(&request.text);
+        list.push('}');
+    }
+    let mut step = String::with_capacity(list.len() + new.len() + 48);
+    let _ = write!(step, "{{\"task\":{id},");
+    if !new.is_empty() {
+        let _ = write!(step, "\"schemas\":[{new}],");
+    }
+    let _ = write!(step, "\"calls\":[{list}]}}");
+    step
+}
+
+/// Polls `task` once and answers JavaScript: `{"done": <outcome>}`, or the calls made since the
+/// last answer ([`calls_step`]).
 fn step(id: u32, mut task: Task) -> String {
     let polled = catch_unwind(AssertUnwindSafe(|| {
         task.future
@@ -137,7 +187,7 @@ fn step(id: u32, mut task: Task) -> String {
         }
         Ok(Poll::Ready(outcome)) => done(&outcome),
         Ok(Poll::Pending) => {
-            let outgoing = {
+            let answer = {
                 let mut calls = lock(&task.calls);
                 if calls.outgoing.is_empty() && calls.waiting.is_empty() {
                     return node_failed(
@@ -146,16 +196,8 @@ fn step(id: u32, mut task: Task) -> String {
                          through its ctx only",
                     );
                 }
-                std::mem::take(&mut calls.outgoing)
+                calls_step(id, &mut calls)
             };
-            let mut answer = format!("{{\"task\":{id},\"calls\":[");
-            for (i, (call, request)) in outgoing.iter().enumerate() {
-                if i > 0 {
-                    answer.push(',');
-                }
-                answer.push_str(&format!("{{\"id\":{call},\"request\":{request}}}"));
-            }
-            answer.push_str("]}");
             lock(&TASKS).running.insert(id, task);
             answer
         }
@@ -217,9 +259,32 @@ mod tests {
         Ok(format!("{a}+{b}"))
     }
 
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Line {
+        text: String,
+    }
+
+    #[wop_node(type_id = "community.test.two-lines", version = "1.0.0")]
+    async fn two_lines(ctx: &NodeCtx<'_>, prompt: String) -> Result<String, NodeError> {
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let c = ctx
+                .call_ai(AiRequest::<Line>::prompt(prompt.clone()))
+                .await?;
+            lines.push(c.into_output().map(|l| l.text).unwrap_or_default());
+        }
+        Ok(lines.join("+"))
+    }
+
     fn packs() -> &'static [Pack] {
         static PACKS: OnceLock<Vec<Pack>> = OnceLock::new();
-        PACKS.get_or_init(|| vec![Pack::new("community.test.pack", "1.0.0").node(TwoCalls)])
+        PACKS.get_or_init(|| {
+            vec![
+                Pack::new("community.test.pack", "1.0.0")
+                    .node(TwoCalls)
+                    .node(TwoLines),
+            ]
+        })
     }
 
     fn request() -> String {
@@ -259,6 +324,31 @@ mod tests {
         assert_eq!(
             parse(&resume(task, 1, "{}".to_owned()))["done"]["error"]["code"],
             ErrorCode::NodeFailed.as_str()
+        );
+    }
+
+    #[test]
+    fn a_response_schema_crosses_once_per_node_execution() {
+        let request = request().replace("two-calls", "two-lines");
+        let first = parse(&start(packs(), request));
+        let task = u32::try_from(first["task"].as_u64().expect("a task")).expect("u32");
+        let schema = &first["schemas"][0];
+        assert_eq!(schema[0], 0);
+        assert_eq!(schema[1]["properties"]["text"]["type"], "string", "{first}");
+        let call = &first["calls"][0];
+        assert_eq!(
+            (&call["schema"], &call["request"]["responseSchema"]),
+            (&json!(0), &json!(0))
+        );
+        let answer = |t: &str| json!({"result": {"data": {"text": t}}}).to_string();
+        let second = parse(&resume(task, 1, answer("a")));
+        // The second call of the same output type names the schema JavaScript has.
+        assert!(second.get("schemas").is_none(), "{second}");
+        assert_eq!(second["calls"][0]["schema"], 0);
+        let third = parse(&resume(task, 2, answer("b")));
+        assert_eq!(
+            third["done"],
+            json!({"status": "success", "outputs": "a+b"})
         );
     }
 }

@@ -127,29 +127,98 @@ function describe(thrown) {
   return { message: String(thrown), thrown: 'value' };
 }
 
-const TIMED_OUT = Symbol('timed out');
+const MISSING = JSON.stringify({ error: { code: 'host_capability_missing', message: 'the host offers no ctx.callAI', thrown: 'missing' } });
+const TIMED_OUT = JSON.stringify({ error: { code: 'node_timeout', message: 'ctx.callAI did not settle within the node\'s timeout', thrown: 'timeout' } });
 
-// One ctx.callAI call, raced against the node's deadline. Resolves, never rejects, to JSON
-// text: {result} or {error}.
-async function callHost(ctx, request, deadline) {
+function resultText(result) {
   try {
-    if (typeof ctx.callAI !== 'function') {
-      return JSON.stringify({ error: { code: 'host_capability_missing', message: 'the host offers no ctx.callAI', thrown: 'missing' } });
-    }
-    const call = Promise.resolve().then(() => ctx.callAI(request));
-    const result = await Promise.race([call, deadline]);
-    if (result === TIMED_OUT) {
-      call.catch(() => {}); // settles after the node gave up on it: nobody is waiting
-      return JSON.stringify({ error: { code: 'node_timeout', message: 'ctx.callAI did not settle within the node\'s timeout', thrown: 'timeout' } });
-    }
-    try {
-      return JSON.stringify({ result: result === undefined ? null : result });
-    } catch (e) {
-      return JSON.stringify({ error: { code: 'protocol_error', message: `the result cannot be read: ${describe(e).message}`, thrown: 'value' } });
-    }
+    return JSON.stringify({ result: result === undefined ? null : result });
   } catch (e) {
-    return JSON.stringify({ error: describe(e) });
+    return JSON.stringify({ error: { code: 'protocol_error', message: `the result cannot be read: ${describe(e).message}`, thrown: 'value' } });
   }
+}
+
+// The ctx.callAI calls of one node execution. Every answer (a result, a thrown error or value, a
+// call that does not settle within the node's timeout) becomes JSON text, {result} or {error},
+// queued for the addon; nothing rejects. One timer per node execution: when it fires, every call
+// still waiting is answered node_timeout (its late answer is dropped), and so is every later call,
+// without reaching the host.
+class Calls {
+  constructor(ctx, timeoutMs) {
+    this.ctx = ctx;
+    this.waiting = new Set();
+    this.ready = []; // id, text, id, text, ...
+    this.wake = null;
+    this.timedOut = false;
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      for (const id of this.waiting) this.ready.push(id, TIMED_OUT);
+      this.waiting.clear();
+      this.notify();
+    }, timeoutMs);
+  }
+
+  notify() {
+    const wake = this.wake;
+    if (wake !== null) {
+      this.wake = null;
+      wake();
+    }
+  }
+
+  answer(id, text) {
+    if (!this.waiting.delete(id)) return; // answered node_timeout already
+    this.ready.push(id, text);
+    this.notify();
+  }
+
+  start(id, request) {
+    if (this.timedOut) {
+      this.ready.push(id, TIMED_OUT);
+      return;
+    }
+    this.waiting.add(id);
+    try {
+      if (typeof this.ctx.callAI !== 'function') return this.answer(id, MISSING);
+      // Inside the try too: a host's promise whose `then` throws is an answer, not a crash.
+      Promise.resolve(this.ctx.callAI(request)).then(
+        (result) => this.answer(id, resultText(result)),
+        (e) => this.answer(id, JSON.stringify({ error: describe(e) })),
+      );
+    } catch (e) {
+      this.answer(id, JSON.stringify({ error: describe(e) }));
+    }
+  }
+
+  // The next answer, as [id, text], or undefined when none has come yet.
+  take() {
+    if (this.ready.length === 0) return undefined;
+    const id = this.ready.shift();
+    return [id, this.ready.shift()];
+  }
+
+  // Settles when an answer comes (or the deadline passes).
+  wait() {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  end() {
+    clearTimeout(this.timer);
+  }
+}
+
+// A copy of a JSON value (a response schema): each call gets its own, as if parsed for it.
+function copy(v) {
+  if (typeof v !== 'object' || v === null) return v;
+  if (Array.isArray(v)) return v.map(copy);
+  const o = {};
+  for (const k of Object.keys(v)) {
+    if (k === '__proto__') Object.defineProperty(o, k, { value: copy(v[k]), enumerable: true, writable: true, configurable: true });
+    else o[k] = copy(v[k]);
+  }
+  return o;
 }
 
 function text(v) {
@@ -174,34 +243,37 @@ async function run(typeId, ctx) {
   } catch (e) {
     throw new WopNodeError('validation_error', `the node's inputs are not JSON: ${describe(e).message}`, { field: 'input' });
   }
-  // One timer per node execution: every call is raced against it.
-  let timer;
-  const deadline = new Promise((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), timeoutMs);
-  });
+  const calls = new Calls(ctx, timeoutMs);
   let answer;
   let task;
   try {
     // The node runs in the addon on this thread, call by call: each step answers the calls it
-    // made ({task, calls: [{id, request}]}) or its outcome ({done}).
+    // made ({task, schemas?: [[index, schema]], calls: [{id, schema?, request}]}) or its outcome
+    // ({done}). A response schema comes once per node execution; a call that names it gets a
+    // copy of it as its request's responseSchema.
+    const schemas = [];
     let step = JSON.parse(addon.wopStart(request));
-    const inflight = new Map();
     while (step.done === undefined) {
       if (step.error !== undefined) throw new Error(step.error);
       task = step.task;
+      if (step.schemas !== undefined) for (const [i, schema] of step.schemas) schemas[i] = schema;
       for (const c of step.calls) {
-        inflight.set(c.id, callHost(ctx, c.request, deadline).then((answerText) => ({ id: c.id, answerText })));
+        if (c.schema !== undefined) c.request.responseSchema = copy(schemas[c.schema]);
+        calls.start(c.id, c.request);
       }
-      const { id, answerText } = await Promise.race(inflight.values());
-      inflight.delete(id);
-      step = JSON.parse(addon.wopResume(task, id, answerText));
+      let next = calls.take();
+      while (next === undefined) {
+        await calls.wait();
+        next = calls.take();
+      }
+      step = JSON.parse(addon.wopResume(task, next[0], next[1]));
     }
     task = undefined;
     answer = step.done;
   } catch (e) {
     throw new WopNodeError(NODE_FAILED, `${typeId} could not run in its addon: ${describe(e).message}`);
   } finally {
-    clearTimeout(timer);
+    calls.end();
     if (task !== undefined) addon.wopCancel(task);
   }
   if (answer.status === 'success') return { status: 'success', outputs: answer.outputs };

@@ -5,15 +5,20 @@
 //! it is and the document the runtime negotiates with; `request` writes the request the host
 //! gets.
 
+mod answer;
 mod config;
 mod document;
+#[cfg(test)]
+mod equivalence;
 mod request;
 #[cfg(test)]
 mod tests;
+mod typed;
 
 pub use config::NodeConfig;
 pub(crate) use document::snapshot_document;
 pub use document::{HostKind, OPENWOP_APP_SNAPSHOT, host_document};
+pub use request::HostRequest;
 
 use crate::errors::{map_host_error, with_host_message, with_mock_seam_hint};
 use serde_json::{Value, json};
@@ -27,15 +32,15 @@ use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorCode, ErrorEnvelope, Event, RunEvent,
 };
 
-/// One `ctx.callAI` call, as the generated `index.mjs` makes it: the request as JSON text in,
-/// the answer as JSON text out: `{"result": <the host's result>}` or `{"error": {"code"?,
-/// "message", "details"?, "thrown"}}` (`thrown`: `error` for an `Error`, `value` for anything
-/// else thrown, `timeout` for a call that did not settle within the node's timeout, `missing`
-/// when the host offers no `ctx.callAI`). `Err` is a failure of the bridge itself (the call
-/// could not be made or its answer not read).
+/// One `ctx.callAI` call, as the generated `index.mjs` makes it: the request in (JSON text, its
+/// schema apart, [`HostRequest`]), the answer as JSON text out: `{"result": <the host's
+/// result>}` or `{"error": {"code"?, "message", "details"?, "thrown"}}` (`thrown`: `error` for
+/// an `Error`, `value` for anything else thrown, `timeout` for a call that did not settle within
+/// the node's timeout, `missing` when the host offers no `ctx.callAI`). `Err` is a failure of
+/// the bridge itself (the call could not be made or its answer not read).
 pub trait JsCallAi: Send + Sync {
     /// Makes the call.
-    fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>>;
+    fn call(&self, request: HostRequest) -> BoxFuture<'_, Result<String, String>>;
 }
 
 /// What one node execution's host keeps: the attempt ids it made, its open failures, the
@@ -108,8 +113,75 @@ impl JsHost {
         }
     }
 
-    /// One call, JSON in and out: the single place where the typed `Host` meets the JS edge
-    /// (`Host::call_ai` is this with the request's JSON, the answer read as a `CallAiResult`).
+    /// The attempt id the bridge makes for a result on a plain host, and keeps as issued.
+    fn local_attempt_id(&self, key: &AttemptKey) -> String {
+        let mut books = self.books();
+        books.next_local += 1;
+        let id = format!("local:{key}:{}", books.next_local);
+        books.issued.insert(id.clone());
+        id
+    }
+
+    /// Makes the call through the JS edge; the answer's JSON text.
+    async fn send(&self, request: HostRequest) -> Result<String, HostFailure> {
+        self.call.call(request).await.map_err(|e| {
+            self.fail(ErrorEnvelope::new(
+                ErrorCode::UpstreamUnavailable,
+                format!("the bridge could not call the host's ctx.callAI: {e}"),
+            ))
+        })
+    }
+
+    /// The answer read as a JSON value: the host's result (on a plain host with the bridge's
+    /// attempt id), or the failure the host's error maps to. `provider` is the call's.
+    fn read(
+        &self,
+        key: &AttemptKey,
+        answer: &str,
+        provider: Option<&str>,
+    ) -> Result<Value, HostFailure> {
+        let mut answer: Value = match serde_json::from_str(answer) {
+            Ok(v) => v,
+            Err(e) => {
+                let public = ErrorEnvelope::new(
+                    ErrorCode::ProtocolError,
+                    format!("the answer of the host's ctx.callAI could not be read: {e}"),
+                );
+                return Err(self.fail(public));
+            }
+        };
+        if let Some(error) = answer.get("error") {
+            let code = error.get("code").and_then(Value::as_str);
+            let mut public = map_host_error(code, error.get("details"));
+            if let Some(thrown) = error.get("thrown").and_then(Value::as_str) {
+                public = public.with_detail("thrown", thrown);
+            }
+            // The host's own message is what tells the user what to fix ("No credential
+            // available for provider …"): kept, bounded, keys cut out.
+            if let Some(message) = error.get("message").and_then(Value::as_str) {
+                public = with_host_message(public, code, message);
+            }
+            let provider = provider.or(self.config.provider.as_deref());
+            if code == Some("envelope_invalid") && provider == Some("mock") {
+                public = with_mock_seam_hint(public);
+            }
+            return Err(self.fail(public));
+        }
+        let mut result = answer
+            .as_object_mut()
+            .and_then(|a| a.remove("result"))
+            .unwrap_or(Value::Null);
+        if self.kind == HostKind::Plain
+            && let Value::Object(map) = &mut result
+        {
+            map.insert("attemptId".to_owned(), json!(self.local_attempt_id(key)));
+        }
+        Ok(result)
+    }
+
+    /// One call, JSON in and out: the request as a JSON value (written as the host gets it, its
+    /// schema in place), the result as one (on a plain host with the bridge's attempt id). What
+    /// [`Host::call_ai`] does with the runtime's typed request, for any JSON.
     pub fn call_json<'a>(
         &'a self,
         key: &'a AttemptKey,
@@ -121,63 +193,9 @@ impl JsHost {
                 Ok(text) => text,
                 Err(public) => return Err(self.fail(public)),
             };
-            let answer = match self.call.call(text).await {
-                Ok(answer) => answer,
-                Err(e) => {
-                    let public = ErrorEnvelope::new(
-                        ErrorCode::UpstreamUnavailable,
-                        format!("the bridge could not call the host's ctx.callAI: {e}"),
-                    );
-                    return Err(self.fail(public));
-                }
-            };
-            let mut answer: Value = match serde_json::from_str(&answer) {
-                Ok(v) => v,
-                Err(e) => {
-                    let public = ErrorEnvelope::new(
-                        ErrorCode::ProtocolError,
-                        format!("the answer of the host's ctx.callAI could not be read: {e}"),
-                    );
-                    return Err(self.fail(public));
-                }
-            };
-            if let Some(error) = answer.get("error") {
-                let code = error.get("code").and_then(Value::as_str);
-                let mut public = map_host_error(code, error.get("details"));
-                if let Some(thrown) = error.get("thrown").and_then(Value::as_str) {
-                    public = public.with_detail("thrown", thrown);
-                }
-                // The host's own message is what tells the user what to fix ("No credential
-                // available for provider …"): kept, bounded, keys cut out.
-                if let Some(message) = error.get("message").and_then(Value::as_str) {
-                    public = with_host_message(public, code, message);
-                }
-                let provider = request
-                    .get("provider")
-                    .and_then(Value::as_str)
-                    .or(self.config.provider.as_deref());
-                if code == Some("envelope_invalid") && provider == Some("mock") {
-                    public = with_mock_seam_hint(public);
-                }
-                return Err(self.fail(public));
-            }
-            let mut result = answer
-                .as_object_mut()
-                .and_then(|a| a.remove("result"))
-                .unwrap_or(Value::Null);
-            if self.kind == HostKind::Plain
-                && let Value::Object(map) = &mut result
-            {
-                let id = {
-                    let mut books = self.books();
-                    books.next_local += 1;
-                    let id = format!("local:{key}:{}", books.next_local);
-                    books.issued.insert(id.clone());
-                    id
-                };
-                map.insert("attemptId".to_owned(), json!(id));
-            }
-            Ok(result)
+            let answer = self.send(HostRequest { text, schema: None }).await?;
+            let provider = request.get("provider").and_then(Value::as_str);
+            self.read(key, &answer, provider)
         })
     }
 }
@@ -193,9 +211,30 @@ impl Host for JsHost {
         request: &'a CallAiRequest,
     ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
         Box::pin(async move {
-            let value = self.call_json(key, &request.to_json()).await?;
-            CallAiResult::from_json(&value, request.is_structured())
-                .map_err(|e| self.fail(e.to_envelope()))
+            // The request written straight from the runtime's, its schema apart (the same text
+            // as `call_json` of its JSON value).
+            let issued = |id: &str| self.books().issued.contains(id);
+            let outgoing = match typed::typed_request(request, self.kind, &self.config, issued) {
+                Ok(outgoing) => outgoing,
+                Err(public) => return Err(self.fail(public)),
+            };
+            let answer = self.send(outgoing).await?;
+            let structured = request.is_structured();
+            // A plain result read straight; anything else as a JSON value, which names what is
+            // wrong. Either way the same rules hold it (`check`).
+            let result = match answer::result_of(&answer) {
+                Some(mut result) => {
+                    if self.kind == HostKind::Plain {
+                        result.attempt_id = Some(self.local_attempt_id(key));
+                    }
+                    result.check(structured).map(|()| result)
+                }
+                None => {
+                    let value = self.read(key, &answer, request.provider.as_deref())?;
+                    CallAiResult::from_json(&value, structured)
+                }
+            };
+            result.map_err(|e| self.fail(e.to_envelope()))
         })
     }
 

@@ -10,9 +10,9 @@ struct Fake {
 }
 
 impl JsCallAi for Fake {
-    fn call(&self, request: String) -> BoxFuture<'_, Result<String, String>> {
+    fn call(&self, request: HostRequest) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(async move {
-            let v = serde_json::from_str(&request).map_err(|e| e.to_string())?;
+            let v = serde_json::from_str(&request.full_text()).map_err(|e| e.to_string())?;
             self.sent
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -144,4 +144,24 @@ async fn the_runtimes_events_are_kept_for_their_run() {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind(), "node.started");
     assert_eq!(events[0].sequence, 0);
+}
+
+#[test]
+fn a_request_with_a_bad_schema_offset_is_its_text_not_a_panic() {
+    let schema = Some(Arc::new(json!({"type": "object"})));
+    let at = |text: &str, at: usize| {
+        HostRequest {
+            text: text.to_owned(),
+            schema: schema.clone().map(|s| (at, s)),
+        }
+        .full_text()
+    };
+    assert_eq!(
+        at("{\"responseSchema\":0}", 18),
+        "{\"responseSchema\":{\"type\":\"object\"}}"
+    );
+    // Inside a character, past the end, or not at a `0`: the text as it is.
+    for (text, offset) in [("{\"é\":0}", 3), ("{}", 9), ("{\"a\":1}", 5)] {
+        assert_eq!(at(text, offset), text);
+    }
 }
