@@ -11,6 +11,9 @@
 #[path = "quickstart.rs"]
 mod quickstart;
 
+/// The single-file form's addon folder: pruned by a new addon, an addon's use marked.
+#[path = "node_bridge/addon_dir.rs"]
+mod addon_dir;
 /// Malformed host answers: a coded node failure each, and the Node process lives on.
 #[path = "node_bridge/malformed.rs"]
 mod malformed;

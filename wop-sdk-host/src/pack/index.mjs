@@ -11,9 +11,11 @@
 // advertises no aiProviders.callAccounting.
 // Node configuration read: `provider`, `model` (the pack's defaults below otherwise) and
 // `timeoutMs` (the node's timeout; the default below otherwise).
+// The single-file form writes its addon to WOP_SDK_ADDON_DIR (the system's temp dir otherwise)/
+// wop-sdk-addons-<uid>/<sha256>.node, and keeps that folder small (see embeddedAddon).
 import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,8 +41,43 @@ function sha256(bytes) {
 
 const HERE = `${process.platform}-${process.arch}`;
 
+// What the addon folder keeps: the addons used in the last day, and of the older ones the most
+// recently used up to KEPT_ADDONS in all. Use is the file's mtime, renewed at each load.
+const KEPT_ADDONS = 16;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+// Removes what the folder need not keep: addons beyond the rule above, and the temporary files of
+// writes that never finished (older than a day). Best effort: a file that cannot be removed (in
+// use on Windows, gone already) stays, and loading goes on.
+function prune(dir, keep) {
+  const now = Date.now();
+  const addons = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    try {
+      const age = now - statSync(path).mtimeMs;
+      if (name.endsWith('.tmp')) {
+        if (age > DAY_MS) unlinkSync(path);
+      } else if (name.endsWith('.node') && path !== keep) {
+        addons.push({ path, age });
+      }
+    } catch {
+      // Raced with another process: nothing to do.
+    }
+  }
+  addons.sort((a, b) => a.age - b.age);
+  addons.slice(KEPT_ADDONS - 1).filter((a) => a.age > DAY_MS).forEach((a) => {
+    try {
+      unlinkSync(a.path);
+    } catch {
+      // In use or gone: kept.
+    }
+  });
+}
+
 // The single-file form: the addon built for this platform is written once to a private file
-// named by its hash, in a directory only this user can write, and loaded from there.
+// named by its hash, in a directory only this user can write, and loaded from there. A new
+// addon written there prunes the folder (prune); one found there is marked as used.
 function embeddedAddon(choices) {
   const chosen = choices.find((a) => a.platform === process.platform && a.arch === process.arch);
   if (chosen === undefined) {
@@ -57,11 +94,20 @@ function embeddedAddon(choices) {
     throw new Error(`${dir}: not a private directory of this user; refusing to load an addon from it`);
   }
   const path = join(dir, `${chosen.sha256}.node`);
-  if (existsSync(path) && sha256(readFileSync(path)) === chosen.sha256) return path;
+  if (existsSync(path) && sha256(readFileSync(path)) === chosen.sha256) {
+    try {
+      const now = new Date();
+      utimesSync(path, now, now);
+    } catch {
+      // Not renewed: at worst it is written again after a prune.
+    }
+    return path;
+  }
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, bytes, { mode: 0o600 });
   chmodSync(tmp, 0o500);
   renameSync(tmp, path);
+  prune(dir, path);
   return path;
 }
 

@@ -32,6 +32,7 @@ pub struct HostRequest {
 impl HostRequest {
     /// The request as the host gets it, as JSON text: `text` with the schema in place of its
     /// placeholder.
+    ///
     /// `text` as it is when `schema` is `None` or its offset is not that of a `0` in it.
     pub fn full_text(&self) -> String {
         let Some((at, schema)) = &self.schema else {
