@@ -27,18 +27,21 @@ use wop_sdk::ai::schema_of;
 use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
 use wop_sdk_host::local::LocalHost;
 
-fn host(fail_first: u32) -> LocalHost {
-    let journal: Arc<dyn Journal> = match std::env::var("WOP_JOURNAL").as_deref() {
+/// The host, and the folder of its SQLite journal (`WOP_JOURNAL=sqlite`) to remove after it.
+fn host(fail_first: u32) -> (LocalHost, Option<std::path::PathBuf>) {
+    let (journal, dir): (Arc<dyn Journal>, _) = match std::env::var("WOP_JOURNAL").as_deref() {
         Ok("sqlite") => {
             let dir = common::temp_dir("call-instructions");
-            Arc::new(SqliteJournal::open(dir.join("journal.sqlite")).expect("journal"))
+            let journal = SqliteJournal::open(dir.join("journal.sqlite")).expect("journal");
+            (Arc::new(journal), Some(dir))
         }
-        _ => Arc::new(MemoryJournal::new()),
+        _ => (Arc::new(MemoryJournal::new()), None),
     };
-    LocalHost::builder()
+    let host = LocalHost::builder()
         .provider(Instant { fail_first })
         .journal(journal)
-        .build()
+        .build();
+    (host, dir)
 }
 
 fn run(kind: &str, n: u64) {
@@ -76,7 +79,7 @@ fn run(kind: &str, n: u64) {
         ),
         _ => (Caller::ONE, 0),
     };
-    let host = host(fail);
+    let (host, dir) = host(fail);
     rt.block_on(async {
         for _ in 0..n {
             let out = host.run(&node, common::input()).await;
@@ -84,6 +87,10 @@ fn run(kind: &str, n: u64) {
             black_box(out);
         }
     });
+    drop(host);
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 fn main() {
@@ -99,9 +106,4 @@ fn main() {
             }
         }
     }
-    // The SQLite journal's folder (`common::temp_dir`), once every host is gone.
-    let _ = std::fs::remove_dir_all(std::env::temp_dir().join(format!(
-        "wop-bench-call-instructions-{}",
-        std::process::id()
-    )));
 }

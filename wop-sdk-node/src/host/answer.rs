@@ -3,12 +3,12 @@
 //!
 //! [`CallAiResult::from_json`] reads a JSON value and names the field of every broken rule; it
 //! stays the definition. [`result_of`] takes the fast road only for an answer it reads exactly as
-//! `from_json` does (the same keys, `null` as absent, unknown keys ignored); for anything else (an
-//! error answer, a v1 alias next to its v2 key, an integer written `3.0`, a key given twice, a
+//! `from_json` does (the same keys, a v2 key before its v1 alias, `null` as absent, unknown keys
+//! ignored); for anything else (an error answer, an integer written `3.0`, a key given twice, a
 //! value of the wrong type, an unknown `finishReason`) it answers `None` and the caller reads
 //! the value the slow way, which gives the same result or the named error. The rules between
 //! fields are [`CallAiResult::check`]'s, which the caller runs on either result. Tested against
-//! `from_json` in `host/tests.rs`.
+//! `from_json` over generated answers in `host/equivalence.rs`.
 
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
@@ -93,9 +93,7 @@ pub(super) fn result_of(answer: &str) -> Option<CallAiResult> {
     };
     let semantic_status = match f.semantic_status {
         None => None,
-        Some("ok") => Some(SemanticStatus::Ok),
-        Some("invalid_output") => Some(SemanticStatus::InvalidOutput),
-        Some(_) => return None,
+        Some(s) => Some(SemanticStatus::parse(s)?),
     };
     let usage = f.usage.map(|Object(u)| Usage {
         // `from_json` reads the v2 key when present, else the v1 alias.

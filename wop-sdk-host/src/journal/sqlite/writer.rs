@@ -165,7 +165,7 @@ impl<'a> Writer<'a> {
     /// Commits the open transaction, if any.
     fn commit(&mut self) -> Option<JournalError> {
         let (_, deferred) = self.open.take()?;
-        match run(&self.conn, "COMMIT") {
+        match execute_cached(&self.conn, "COMMIT") {
             Ok(()) => {
                 self.shared.commits.fetch_add(1, Ordering::Relaxed);
                 None
@@ -209,7 +209,7 @@ impl<'a> Writer<'a> {
             return;
         }
         if self.open.is_none() {
-            if let Err(e) = run(&self.conn, "BEGIN IMMEDIATE") {
+            if let Err(e) = execute_cached(&self.conn, "BEGIN IMMEDIATE") {
                 let e = sql(e);
                 for mut task in batch {
                     if task.durability() == Durability::Read {
@@ -225,7 +225,7 @@ impl<'a> Writer<'a> {
         }
         let mut lost: Option<JournalError> = None;
         for task in &mut batch {
-            if let Err(e) = run(&self.conn, "SAVEPOINT wop_cmd") {
+            if let Err(e) = execute_cached(&self.conn, "SAVEPOINT wop_cmd") {
                 lost = Some(sql(e));
                 break;
             }
@@ -238,7 +238,7 @@ impl<'a> Writer<'a> {
                 break;
             }
             let end = if ok {
-                run(&self.conn, "RELEASE wop_cmd")
+                execute_cached(&self.conn, "RELEASE wop_cmd")
             } else {
                 self.conn
                     .execute_batch("ROLLBACK TO wop_cmd; RELEASE wop_cmd")
@@ -277,7 +277,7 @@ impl<'a> Writer<'a> {
 
 /// Runs one statement of the writer's own (a transaction's begin, savepoint, release, commit)
 /// from the connection's statement cache: it is parsed once, not once per command.
-fn run(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
+fn execute_cached(conn: &Connection, statement: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(statement)?.execute([]).map(|_| ())
 }
 

@@ -68,6 +68,17 @@ pub enum SemanticStatus {
     InvalidOutput,
 }
 
+impl SemanticStatus {
+    /// Parses the wire spelling (`ok`, `invalid_output`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ok" => Some(Self::Ok),
+            "invalid_output" => Some(Self::InvalidOutput),
+            _ => None,
+        }
+    }
+}
+
 /// Which structured-output mechanism an attempt used (RFC 0248 §A.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -86,9 +86,10 @@ impl CallAiResult {
         };
         let semantic_status = match obj.opt_str("semanticStatus")?.as_deref() {
             None => None,
-            Some("ok") => Some(SemanticStatus::Ok),
-            Some("invalid_output") => Some(SemanticStatus::InvalidOutput),
-            Some(_) => return Err(obj.err("semanticStatus", "must be `ok` or `invalid_output`")),
+            Some(s) => Some(
+                SemanticStatus::parse(s)
+                    .ok_or_else(|| obj.err("semanticStatus", "must be `ok` or `invalid_output`"))?,
+            ),
         };
         let usage = obj
             .child("usage")?
