@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 /// The top-level files a registry tarball carries (openwop-registry's
 /// `build-pack-tarball.mjs`); openwop-app's installer keeps `pack.json` and `index.mjs` of them.
 pub const TOP_FILES: &[&str] = &["LICENSE", "README.md", "index.mjs", "pack.json"];
-/// The folders a registry tarball carries, and the file endings in each.
+/// The folders a registry tarball carries, and the file endings in each (the registry's
+/// `ALLOWED_DIR_EXTS`: the same walk gives the same tarball).
 pub const DIRS: &[(&str, &[&str])] = &[
-    ("keys", &[".json", ".pem", ".sig"]),
+    ("keys", &[".pem", ".sig"]),
+    ("prompts", &[".md", ".txt"]),
     ("schemas", &[".json"]),
 ];
 
@@ -58,10 +60,35 @@ impl PackFolder {
         })
     }
 
+    /// What `index.mjs` says of the SDK (its `export const wopSdk = {…};` line): the bridge ABI,
+    /// the addon, each node's budget and retry policy.
+    pub fn wop_sdk(&self) -> Result<Value> {
+        let path = self.dir.join("index.mjs");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| WopError::usage(format!("{}: cannot read: {e}", path.display())))?;
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(wop_sdk_host::pack::WOP_SDK_LINE))
+            .and_then(|l| l.strip_suffix(';'))
+            .ok_or_else(|| {
+                WopError::usage(format!(
+                    "{}: no `{}…;` line: not a module `cargo wop build` wrote (or one written before wop-sdk 0.1's registry form); build the pack again",
+                    path.display(),
+                    wop_sdk_host::pack::WOP_SDK_LINE
+                ))
+            })?;
+        serde_json::from_str(line).map_err(|e| {
+            WopError::failed(format!(
+                "{}: the `wopSdk` line: not JSON: {e}",
+                path.display()
+            ))
+        })
+    }
+
     /// Whether the addon sits beside `index.mjs` (the folder form, for a dev mount): a registry
     /// install drops it.
-    pub fn is_folder_form(&self) -> bool {
-        self.manifest.pointer("/x-wopSdk/addon/file").is_some()
+    pub fn is_folder_form(&self) -> Result<bool> {
+        Ok(self.wop_sdk()?.pointer("/addon/file").is_some())
     }
 
     /// The files a registry tarball carries, and the names of those it leaves out.

@@ -1,6 +1,9 @@
 //! `cargo wop keygen` and the keys the other commands read: an Ed25519 key pair, the private
-//! key as PKCS#8 PEM (mode 0600, outside any git repository), the public key as SPKI PEM (the
-//! form of the registry's `registry/keys/<keyId>.pub`, which Node's `createPublicKey` reads).
+//! key as PKCS#8 v1 PEM (RFC 8410's `OneAsymmetricKey` without the optional public key: the form
+//! `openssl genpkey -algorithm ed25519` writes and the only one Node 20's OpenSSL 3.0 reads, so
+//! the registry's `build-pack-tarball.mjs --key` takes the same file; mode 0600, outside any git
+//! repository), the public key as SPKI PEM (the form of the registry's
+//! `registry/keys/<keyId>.pub`, which Node's `createPublicKey` reads). Both PKCS#8 forms are read.
 
 use crate::error::{Result, WopError, write};
 use ed25519_dalek::pkcs8::spki::der::pem::LineEnding;
@@ -173,9 +176,7 @@ pub fn keygen(args: &KeygenArgs) -> Result<Value> {
     let mut seed = [0u8; 32];
     rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut seed);
     let key = SigningKey::from_bytes(&seed);
-    let private = key
-        .to_pkcs8_pem(LineEnding::LF)
-        .map_err(|e| WopError::failed(format!("cannot encode the private key: {e}")))?;
+    let private = private_pem(&key)?;
     let public = public_pem(&key.verifying_key())?;
     let private_path = dir.join(format!("{}.pem", args.key_id));
     let public_path = dir.join(format!("{}.pub", args.key_id));
@@ -204,6 +205,19 @@ pub fn keygen(args: &KeygenArgs) -> Result<Value> {
         &namespaces,
         args.operator.as_deref(),
     ))
+}
+
+/// The PKCS#8 v1 PEM of a private key: the seed alone, without the public key that PKCS#8 v2
+/// adds (Node 20 / OpenSSL 3.0 refuse that form: `DECODER routines::unsupported`).
+pub fn private_pem(key: &SigningKey) -> Result<String> {
+    let bytes = ed25519_dalek::pkcs8::KeypairBytes {
+        secret_key: key.to_bytes(),
+        public_key: None,
+    };
+    bytes
+        .to_pkcs8_pem(LineEnding::LF)
+        .map(|pem| pem.to_string())
+        .map_err(|e| WopError::failed(format!("cannot encode the private key: {e}")))
 }
 
 /// The SPKI PEM of a public key.
@@ -283,6 +297,26 @@ mod tests {
         let entry = keygen(&args).expect("keygen");
         assert_eq!(entry["permittedNamespaces"], json!(["community.alice.*"]));
         let key = load_signing_key(&dir.join("alice-1.pem")).expect("private");
+        // PKCS#8 v1: version 0, the algorithm, the 32-byte seed, and nothing after it (48 bytes).
+        let pem = std::fs::read_to_string(dir.join("alice-1.pem")).expect("pem");
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        use base64::Engine as _;
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .expect("base64");
+        assert_eq!(der.len(), 48, "{der:02x?}");
+        assert_eq!(
+            &der[..16],
+            &[
+                0x30, 0x2e, 2, 1, 0, 0x30, 5, 6, 3, 0x2b, 0x65, 0x70, 4, 0x22, 4, 0x20
+            ]
+        );
+        // A PKCS#8 v2 key (with its public key, as keygen wrote before) is still read.
+        let v2 = key.to_pkcs8_pem(LineEnding::LF).expect("v2");
+        assert_eq!(
+            SigningKey::from_pkcs8_pem(&v2).expect("v2 read").to_bytes(),
+            key.to_bytes()
+        );
         let public = load_public_key(&dir.join("alice-1.pub")).expect("public");
         assert_eq!(key.verifying_key(), public);
         #[cfg(unix)]

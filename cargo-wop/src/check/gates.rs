@@ -139,6 +139,7 @@ pub(super) fn check_key(
     sig_path: &Path,
 ) {
     let discovery = root.join("registry/.well-known/openwop-registry.json");
+    let mut authorized = false;
     match json(&discovery) {
         Err(e) => g.problems.push(e.message),
         Ok(doc) => {
@@ -159,6 +160,10 @@ pub(super) fn check_key(
                         .flatten()
                         .filter_map(Value::as_str)
                         .any(|ns| crate::keys::covers(ns, name));
+                    authorized = covered
+                        && k.get("status")
+                            .and_then(Value::as_str)
+                            .is_none_or(|s| s == "active");
                     if !covered {
                         g.fail(
                             &discovery,
@@ -193,9 +198,13 @@ pub(super) fn check_key(
                     sig_path,
                     format!("does not verify over the tarball's pack.json bytes with {key_id}"),
                 );
+            } else if authorized {
+                g.pass(&format!(
+                    "signature verifies with {key_id}, which the registry authorizes for {name}"
+                ));
             } else {
                 g.pass(&format!(
-                    "signature verifies with {key_id}, authorized for the namespace"
+                    "signature verifies with {key_id} (not authorized for {name}: see above)"
                 ));
             }
         }

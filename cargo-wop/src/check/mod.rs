@@ -14,13 +14,13 @@
 //! - every `nodes[].typeId` exported by `index.mjs` (imported in `node`).
 
 mod gates;
+mod registry;
+mod tree;
 
-use crate::error::{Result, WopError, json, read};
-use crate::publish::integrity;
-use crate::sign::{SCHEME, canonical};
-use crate::tarball::read_tgz;
-use gates::{Gate, check_key, check_schemas, entry, exported_type_ids};
-use serde_json::{Value, json};
+use crate::error::{Result, WopError};
+use gates::{Gate, entry, exported_type_ids};
+pub use registry::{is_checkout, registry_gates};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// `cargo wop check`'s options.
@@ -29,7 +29,8 @@ pub struct CheckArgs {
     /// The registry folder (as `cargo wop publish --registry` wrote it).
     #[arg(long, value_name = "DIR")]
     pub registry: PathBuf,
-    /// Check only this pack (default: every pack of the v2 tree).
+    /// Check only this pack (default: every pack of the v1 tree that `publish` wrote, i.e.
+    /// that has a v2 form beside it, or every pack in a folder that is not a checkout).
     #[arg(long, value_name = "NAME")]
     pub pack: Option<String>,
     /// Check only this version (with --pack).
@@ -58,100 +59,45 @@ pub fn admits_v2(range: &str) -> bool {
     low_ok && ceiling.is_some_and(|m| m > 2)
 }
 
-/// Runs every gate on `name@version`; `Ok` when all pass.
+/// Runs every gate on `name@version`: the v1 tree (required: the registry's tree), the v2 tree
+/// when it holds the version, and `packs/<name>/` against the v1 tarball; `Ok` when all pass.
 pub fn check_version(root: &Path, name: &str, version: &str) -> Result<()> {
     let what = format!("{name}@{version}");
     let mut g = Gate {
         problems: Vec::new(),
         what: &what,
     };
-    let base = root.join(format!("registry/v2/packs/{name}/-"));
-    let (vm_path, tgz_path, sig_path) = (
-        base.join(format!("{version}.json")),
-        base.join(format!("{version}.tgz")),
-        base.join(format!("{version}.sig")),
-    );
-    let vm = json(&vm_path)?;
-    if vm["name"] != json!(name) || vm["version"] != json!(version) {
-        g.fail(
-            &vm_path,
-            format!("names {}@{}, not {what}", vm["name"], vm["version"]),
-        );
+    let v1 = tree::check_tree(&mut g, root, "v1", name, version)?;
+    if root
+        .join(format!("registry/v2/packs/{name}/-/{version}.json"))
+        .is_file()
+    {
+        let v2 = tree::check_tree(&mut g, root, "v2", name, version)?;
+        let same = |e: &[crate::tarball::Entry]| -> Vec<(String, Vec<u8>)> {
+            e.iter()
+                .filter(|e| e.path != "pack.json" && e.path != crate::sign::SIGNATURE_FILE)
+                .map(|e| (e.path.clone(), e.bytes.clone()))
+                .collect()
+        };
+        if same(&v1) != same(&v2) {
+            g.fail(
+                &root.join(format!("registry/v2/packs/{name}/-/{version}.tgz")),
+                "its files other than pack.json and its signature differ from the v1 tarball's",
+            );
+        }
     }
-    if !vm["kind"].is_string() {
-        g.fail(&vm_path, "`kind` is required in v2");
-    }
-    let range = vm
-        .pointer("/engines/openwop")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if !admits_v2(range) {
-        g.fail(&vm_path, format!("`engines.openwop` {range:?} does not admit protocol major 2 with an explicit ceiling (`>=x[.y[.z]] <M.0.0`, M > 2)"));
-    }
-    let signing = vm.get("signing").cloned().unwrap_or(Value::Null);
-    let key_id = signing["keyId"].as_str().unwrap_or("").to_owned();
-    let keys: Vec<&String> = signing
-        .as_object()
-        .map(|o| o.keys().collect())
-        .unwrap_or_default();
-    if keys.len() != 2 || key_id.is_empty() || signing["scheme"] != json!(SCHEME) {
-        g.fail(
-            &vm_path,
-            format!("`signing` is {signing}; v2 holds exactly {{keyId, scheme: \"{SCHEME}\"}}"),
-        );
-    }
-    let tgz = read(&tgz_path)?;
-    let actual = integrity(&tgz);
-    if vm["integrity"] != json!(actual) {
-        g.fail(
-            &vm_path,
-            format!(
-                "`integrity` {} does not match the tarball ({actual})",
-                vm["integrity"]
-            ),
-        );
-    } else {
-        g.pass(&format!("integrity {actual}"));
-    }
-    let entries = read_tgz(&tgz, &tgz_path.display().to_string())?;
-    g.pass(&format!("deterministic tarball of {} files", entries.len()));
-    let Some(pack_json) = entry(&entries, "pack.json") else {
-        return Err(WopError::failed(format!(
-            "{}: no pack.json",
-            tgz_path.display()
-        )));
-    };
-    let in_tgz = tgz_path.join("pack.json");
-    let manifest: Value = serde_json::from_slice(&pack_json.bytes)
-        .map_err(|e| WopError::failed(format!("{}: not JSON: {e}", in_tgz.display())))?;
-    if canonical(&manifest)? != pack_json.bytes {
-        g.fail(
-            &in_tgz,
-            "not its own RFC 8785 canonical bytes: the signature covers the canonical bytes",
-        );
-    }
-    if manifest["name"] != json!(name) || manifest["version"] != json!(version) {
-        g.fail(
-            &in_tgz,
-            format!(
-                "names {}@{}, not {what}",
-                manifest["name"], manifest["version"]
-            ),
-        );
-    }
-    if manifest.get("signing") != Some(&signing) {
-        g.fail(&in_tgz, "`signing` differs from the version manifest's");
-    }
-    check_key(&mut g, root, &key_id, name, &pack_json.bytes, &sig_path);
-    check_schemas(&mut g, &tgz_path, &entries, &manifest, root, name, version);
-    let listed: Vec<&str> = manifest["nodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| n["typeId"].as_str())
-        .collect();
-    match exported_type_ids(&entries, &what) {
+    tree::check_source(&mut g, root, name, &v1);
+    match exported_type_ids(&v1, &what) {
         Ok(exported) => {
+            let manifest: Value = entry(&v1, "pack.json")
+                .and_then(|e| serde_json::from_slice(&e.bytes).ok())
+                .unwrap_or(Value::Null);
+            let listed: Vec<&str> = manifest["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n["typeId"].as_str())
+                .collect();
             let missing: Vec<&&str> = listed
                 .iter()
                 .filter(|t| !exported.iter().any(|e| e == **t))
@@ -160,7 +106,9 @@ pub fn check_version(root: &Path, name: &str, version: &str) -> Result<()> {
                 g.pass(&format!("index.mjs exports all {} typeId(s)", listed.len()));
             } else {
                 g.fail(
-                    &tgz_path.join("index.mjs"),
+                    &root.join(format!(
+                        "registry/v1/packs/{name}/-/{version}.tgz/index.mjs"
+                    )),
                     format!(
                         "`nodes` does not export {missing:?}, listed in pack.json `nodes[].typeId`"
                     ),
@@ -168,26 +116,6 @@ pub fn check_version(root: &Path, name: &str, version: &str) -> Result<()> {
             }
         }
         Err(e) => g.problems.push(e.message),
-    }
-    let v1 = root.join(format!("registry/v1/packs/{name}/-"));
-    if v1.join(format!("{version}.json")).is_file() {
-        let v1m = json(&v1.join(format!("{version}.json")))?;
-        if v1m["integrity"] != json!(actual)
-            || v1m.pointer("/signing/publicKeyRef") != Some(&json!(key_id))
-        {
-            g.fail(
-                &v1.join(format!("{version}.json")),
-                "the v1 copy names another integrity or `signing.publicKeyRef`",
-            );
-        }
-        if read(&v1.join(format!("{version}.tgz")))? != tgz
-            || read(&v1.join(format!("{version}.sig")))? != read(&sig_path)?
-        {
-            g.fail(
-                &v1,
-                "the v1 copy's tarball or signature differs from the v2 tree's",
-            );
-        }
     }
     if g.problems.is_empty() {
         eprintln!("check: {what}: every gate passes");
@@ -201,11 +129,19 @@ pub fn check_version(root: &Path, name: &str, version: &str) -> Result<()> {
     }
 }
 
-/// `cargo wop check`.
+/// `cargo wop check`: this tool's gates on each version it checks, then, in a checkout of
+/// openwop-registry, the registry's own; answers the number of versions checked.
 pub fn run(args: &CheckArgs) -> Result<usize> {
-    let tree = args.registry.join("registry/v2/packs");
+    let root = &args.registry;
+    let tree = root.join("registry/v1/packs");
+    let checkout = is_checkout(root);
     let packs = match &args.pack {
         Some(p) => vec![p.clone()],
+        // In a checkout, the packs this tool published (those with a v2 form): the others are
+        // the registry's own gates' business, which run below on every pack.
+        None if checkout => {
+            crate::folder::list(&root.join("registry/v2/packs")).unwrap_or_default()
+        }
         None => crate::folder::list(&tree)?,
     };
     let mut checked = 0;
@@ -220,16 +156,19 @@ pub fn run(args: &CheckArgs) -> Result<usize> {
         };
         for version in versions {
             checked += 1;
-            if let Err(e) = check_version(&args.registry, &pack, &version) {
+            if let Err(e) = check_version(root, &pack, &version) {
                 failures.push(e.message);
             }
         }
     }
-    if checked == 0 {
+    if checked == 0 && !checkout {
         return Err(WopError::failed(format!(
             "{}: no published version to check",
             tree.display()
         )));
+    }
+    if let Err(e) = registry_gates(root) {
+        failures.push(e.message);
     }
     if failures.is_empty() {
         Ok(checked)

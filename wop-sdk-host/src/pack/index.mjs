@@ -25,6 +25,10 @@ const DEFAULTS = __DEFAULTS__;
 const ABI = __ABI__;
 const ADDON = __ADDON__;
 const NODE_FAILED = __NODE_FAILED__;
+// What wop-sdk adds to pack.json's content, kept here so pack.json stays valid against the
+// registry's closed manifest schema: the bridge ABI, the addon's digest and platforms, and each
+// node's `x-maxCalls` / `x-retry` (enforced in the addon; the retry policy goes with each call).
+export const wopSdk = __WOP_SDK__;
 
 class WopNodeError extends Error {
   constructor(code, message, details) {

@@ -8,10 +8,13 @@
 //!
 //! - `pack.json`: the v2 manifest, `runtime: {language: "javascript", entry: "index.mjs"}`, each
 //!   node's schemas as files under `schemas/` referenced by `inputSchemaRef`/`outputSchemaRef`,
-//!   and the bridge's own keys under `x-wopSdk`;
+//!   and no extension key (valid against the registry's own manifest schema too; see
+//!   `portable.rs`);
 //! - `schemas/<typeId>.input.json`, `schemas/<typeId>.output.json`;
 //! - `index.mjs`: generated; exports `nodes` and adapts the host's `ctx` to the addon (see the
-//!   `wop-sdk-node` crate for the host kind, the node configuration and the errors);
+//!   `wop-sdk-node` crate for the host kind, the node configuration and the errors), and
+//!   `wopSdk`: the bridge ABI, the addon's digest and platforms, and each node's `x-maxCalls` and
+//!   `x-retry` (the keys the manifest of `Pack::manifest` carries and `pack.json` does not);
 //! - `<pack name>.node`: the addon (`--addon`, the `cdylib` built from the pack with
 //!   `wop_sdk_node::addon!`), or, with `--single-file`, nothing: the addon is inside `index.mjs`
 //!   (base64, with its SHA-256) and written at import to a private file named by its hash. A
@@ -28,8 +31,10 @@ use wop_sdk::manifest::{Pack, validate_manifest};
 
 mod addon;
 mod error;
+mod portable;
 pub use addon::PlatformAddon;
 pub use error::PackError;
+pub use portable::WOP_SDK_LINE;
 
 /// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
 pub const BRIDGE_ABI: u32 = 2;
@@ -169,15 +174,16 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
     }
     let carried = addon::carried(&addon, &options.other_addons)?;
     let name = files.name()?;
-    let mut manifest = files.manifest.clone();
+    let (manifest, node_keys) = portable::split(files.manifest.clone());
     let schemas = &files.schemas;
     let addon_file = format!("{name}.node");
     let sha = &carried[0].sha256;
     let platforms: Vec<String> = carried.iter().map(addon::Carried::target).collect();
-    manifest["x-wopSdk"] = json!({
+    let wop_sdk = json!({
         "bridgeAbi": BRIDGE_ABI,
         "addon": if options.single_file { json!({"embedded": true, "sha256": sha, "platforms": platforms}) }
                  else { json!({"file": addon_file, "sha256": sha}) },
+        "nodes": node_keys,
     });
     validate_manifest(&manifest).map_err(|errors| {
         PackError::failed(format!(
@@ -229,6 +235,7 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         .replace("__DEFAULTS__", &defaults.to_string())
         .replace("__ABI__", &BRIDGE_ABI.to_string())
         .replace("__ADDON__", &addon_js)
+        .replace("__WOP_SDK__", &wop_sdk.to_string())
         .replace(
             "__NODE_FAILED__",
             &js_string(wop_sdk::wire::ErrorCode::NodeFailed.as_str()),
@@ -339,7 +346,15 @@ mod tests {
         let manifest: Value =
             serde_json::from_slice(&std::fs::read(folder.join("pack.json")).expect("pack.json"))
                 .expect("JSON");
-        assert_eq!(manifest["x-wopSdk"]["addon"]["platforms"][1], other);
+        assert!(manifest.get("x-wopSdk").is_none());
+        let line = index
+            .lines()
+            .find_map(|l| l.strip_prefix(WOP_SDK_LINE))
+            .and_then(|l| l.strip_suffix(';'))
+            .expect("the wopSdk line");
+        let meta: Value = serde_json::from_str(line).expect("its JSON");
+        assert_eq!(meta["addon"]["platforms"][1], other);
+        assert_eq!(meta["bridgeAbi"], BRIDGE_ABI);
         let e = write_pack(
             &pack,
             &PackOptions {
