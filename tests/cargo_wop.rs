@@ -206,7 +206,17 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(single.join("pack.json")).expect("pack.json"))
             .expect("JSON");
-    assert_eq!(manifest["x-wopSdk"]["addon"]["platforms"][1], other);
+    assert!(
+        manifest.get("x-wopSdk").is_none(),
+        "pack.json has no extension key"
+    );
+    let index = std::fs::read_to_string(single.join("index.mjs")).expect("index.mjs");
+    let meta: Value = index
+        .lines()
+        .find_map(|l| l.strip_prefix(wop_sdk_host::pack::WOP_SDK_LINE))
+        .and_then(|l| serde_json::from_str(l.trim_end_matches(';')).ok())
+        .expect("index.mjs's wopSdk line");
+    assert_eq!(meta["addon"]["platforms"][1], other);
     let report = harness::run(&scenario(&registry_out, true));
     assert_eq!(
         report["steps"][0]["outcome"]["status"], "success",

@@ -12,19 +12,13 @@ use flate2::read::GzDecoder;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 use wop_sdk_test_support::harness::run as harness;
+use wop_sdk_test_support::pack_author::{cargo_wop, new_pack, ok, temp_world};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const PACK: &str = "community.alice.hello";
 const NODE: &str = "community.alice.hello.name-book";
-
-/// The workspace's target folder (this test binary's `<target>/<profile>/deps/..`).
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.ancestors().nth(3).expect("<target>").to_path_buf()
-}
 
 /// The report's step of node `id`.
 fn step<'a>(report: &'a Value, id: &str) -> &'a Value {
@@ -34,121 +28,57 @@ fn step<'a>(report: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no step {id} in {report:#}"))
 }
 
-fn ok(out: Output, what: &str) -> Output {
-    assert!(
-        out.status.success(),
-        "{what}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 /// What the tests share, made once: the temporary folder, the scaffolded crate, its two built
 /// forms, the key and the registry it is published to.
 struct World {
     tmp: PathBuf,
     dev: PathBuf,
     registry: PathBuf,
-}
-
-fn cargo_wop(args: &[&str], dir: &Path) -> Output {
-    let bin = target_dir()
-        .join("debug")
-        .join(format!("cargo-wop{}", std::env::consts::EXE_SUFFIX));
-    Command::new(bin)
-        .arg("wop") // as cargo runs it for `cargo wop …`
-        .args(args)
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .output()
-        .expect("cargo-wop runs")
+    pack_dir: PathBuf,
+    key: PathBuf,
 }
 
 fn world() -> &'static World {
     static WORLD: OnceLock<World> = OnceLock::new();
     WORLD.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        ok(
-            Command::new(&cargo)
-                .args(["build", "--quiet", "-p", "cargo-wop"])
-                .current_dir(ROOT)
-                .output()
-                .expect("cargo runs"),
-            "cargo build -p cargo-wop",
-        );
-        // The world outlives every test of this process (nothing drops a static): the worlds of
-        // processes that are gone are removed here instead.
-        let prefix = "wop-cargo-wop-publish-";
-        for entry in std::fs::read_dir(std::env::temp_dir())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(pid) = name.strip_prefix(prefix)
-                && pid.parse::<u32>().is_ok()
-                && !Path::new("/proc").join(pid).exists()
-            {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-        let tmp = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).expect("temp dir");
-        let krate = tmp.join("hello-pack");
-        ok(
-            cargo_wop(
-                &["new", "hello-pack", "--pack", PACK, "--sdk-path", ROOT],
-                &tmp,
-            ),
-            "cargo wop new",
-        );
-        let (dist, dev) = (tmp.join("dist"), tmp.join("dev"));
-        for (out, folder) in [(&dist, false), (&dev, true)] {
-            let mut args = vec!["build", "--provider", "mock", "--model", "mock-1", "--out"];
-            args.push(out.to_str().expect("utf-8 path"));
-            if folder {
-                args.push("--folder");
-            }
-            ok(cargo_wop(&args, &krate), "cargo wop build");
-        }
-        let keys = tmp.join("keys");
-        let keygen = ok(
-            cargo_wop(
-                &[
-                    "keygen",
-                    "--key-id",
-                    "alice-1",
-                    "--pack",
-                    PACK,
-                    "--out",
-                    keys.to_str().expect("utf-8"),
-                ],
-                &tmp,
-            ),
-            "cargo wop keygen",
-        );
-        let entry: Value = serde_json::from_slice(&keygen.stdout).expect("the signingKeys entry");
-        assert_eq!(entry["permittedNamespaces"], json!(["community.alice.*"]));
+        let tmp = temp_world("wop-cargo-wop-publish-");
+        let authored = new_pack(&tmp, PACK, "alice-1");
         let registry = tmp.join("registry");
-        let pack_dir = dist.join(PACK);
-        ok(
-            cargo_wop(
-                &[
-                    "publish",
-                    "--registry",
-                    registry.to_str().expect("utf-8"),
-                    "--pack-dir",
-                    pack_dir.to_str().expect("utf-8"),
-                    "--key",
-                    keys.join("alice-1.pem").to_str().expect("utf-8"),
-                ],
-                &tmp,
-            ),
-            "cargo wop publish",
+        let pack_dir = authored.pack_dir.to_str().expect("utf-8");
+        let key = authored.key.to_str().expect("utf-8");
+        let publish = [
+            "publish",
+            "--registry",
+            registry.to_str().expect("utf-8"),
+            "--pack-dir",
+            pack_dir,
+            "--key",
+            key,
+        ];
+        // A fresh folder does not know the key: refused, naming --add-key, and nothing written.
+        let refused = cargo_wop(&publish, &tmp);
+        assert_eq!(refused.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("--add-key") && err.contains("\"community.alice.*\""),
+            "{err}"
         );
-        World { tmp, dev, registry }
+        assert!(!registry.exists(), "a refused publish writes nothing");
+        let mut granted = publish.to_vec();
+        granted.push("--add-key");
+        let out = ok(cargo_wop(&granted, &tmp), "cargo wop publish --add-key");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("the registry's maintainers review this grant"),
+            "{err}"
+        );
+        World {
+            tmp,
+            dev: authored.dev,
+            registry,
+            pack_dir: authored.pack_dir,
+            key: authored.key,
+        }
     })
 }
 
@@ -250,6 +180,107 @@ fn a_new_pack_is_published_installed_as_openwop_app_does_and_runs() {
         json!({"keyId": "alice-1", "scheme": "ed25519-canonical-json"})
     );
     assert_eq!(manifest["engines"]["openwop"], ">=1.0.0 <3.0.0");
+    let v1m: Value =
+        serde_json::from_slice(&std::fs::read(v1(&w.registry, "json")).expect("v1")).expect("JSON");
+    assert_eq!(
+        v1m["signing"],
+        json!({"method": "manual", "publicKeyRef": "alice-1", "signatureRef": "keys/pack.json.sig"})
+    );
+    assert!(v1m.get("peerDependenciesMeta").is_none());
+}
+
+#[test]
+fn publish_leaves_the_build_folder_as_it_was_and_a_second_publish_changes_nothing() {
+    let w = world();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(w.pack_dir.join("pack.json")).expect("pack.json"))
+            .expect("JSON");
+    assert!(
+        manifest.get("signing").is_none(),
+        "the build folder is not signed in place"
+    );
+    assert!(!w.pack_dir.join("keys").exists());
+    let registry = registry_copy("second-publish");
+    let out = ok(
+        cargo_wop(
+            &[
+                "publish",
+                "--registry",
+                registry.to_str().expect("utf-8"),
+                "--pack-dir",
+                w.pack_dir.to_str().expect("utf-8"),
+                "--key",
+                w.key.to_str().expect("utf-8"),
+            ],
+            &w.tmp,
+        ),
+        "the same version again",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 schema $id(s) set"), "{err}");
+    assert!(err.contains("publish: 0 file(s) written"), "{err}");
+}
+
+#[test]
+fn check_refuses_a_source_folder_that_is_not_the_tarball() {
+    let registry = registry_copy("edited-source");
+    let index = registry.join(format!("packs/{PACK}/index.mjs"));
+    let mut text = std::fs::read_to_string(&index).expect("index.mjs");
+    text.push_str("\nglobalThis.stolen = true;\n");
+    std::fs::write(&index, text).expect("written");
+    let out = cargo_wop(
+        &["check", "--registry", registry.to_str().expect("utf-8")],
+        &world().tmp,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "packs/{PACK}: [\"index.mjs\"] differ from the v1 tarball"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_publish_whose_gate_fails_writes_nothing() {
+    let w = world();
+    let broken = w.tmp.join("broken").join(PACK);
+    let _ = std::fs::remove_dir_all(w.tmp.join("broken"));
+    std::fs::create_dir_all(w.tmp.join("broken")).expect("dir");
+    let copied = Command::new("cp")
+        .arg("-R")
+        .arg(&w.pack_dir)
+        .arg(&broken)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success());
+    let index = std::fs::read_to_string(broken.join("index.mjs")).expect("index.mjs");
+    let from = format!("const TYPE_IDS = [\"{NODE}\"];");
+    assert!(index.contains(&from), "{from}");
+    std::fs::write(
+        broken.join("index.mjs"),
+        index.replace(&from, "const TYPE_IDS = [];"),
+    )
+    .expect("written");
+    let registry = w.tmp.join("registry-of-a-broken-pack");
+    let out = cargo_wop(
+        &[
+            "publish",
+            "--registry",
+            registry.to_str().expect("utf-8"),
+            "--pack-dir",
+            broken.to_str().expect("utf-8"),
+            "--key",
+            w.key.to_str().expect("utf-8"),
+            "--add-key",
+        ],
+        &w.tmp,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`nodes` does not export"), "{err}");
+    assert!(!registry.exists(), "nothing of a failed publish is left");
 }
 
 #[test]
@@ -336,7 +367,7 @@ fn cargo_wop_check_refuses_what_the_registry_refuses() {
         "`engines.openwop`",
         "`signing`",
         "`integrity`",
-        "the v1 copy",
+        "differ from the v1 tarball's",
     ] {
         assert!(err.contains(rule), "{rule} not in: {err}");
     }

@@ -4,6 +4,7 @@
 //! - [`openai_script`]: that server's answer to one step of the conformance script;
 //! - [`book_ai_example`]: the `book_ai` example binary, built once by the same cargo;
 //! - [`harness`]: the harness of openwop-app's contract, run in Node on a scenario;
+//! - [`pack_author`]: a pack author's `cargo wop new`, `build` and `keygen` with the real binary;
 //! - [`child`]: the test binary re-executed as a child process (killed in crash tests);
 //! - [`trace`]: what a tracing subscriber writes, for a test to read;
 //! - [`picture`]: the report picture's labels;
@@ -18,5 +19,6 @@ pub mod child;
 pub mod harness;
 pub mod openai_script;
 pub mod openai_server;
+pub mod pack_author;
 pub mod picture;
 pub mod trace;

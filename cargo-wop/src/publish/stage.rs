@@ -67,14 +67,22 @@ fn files(dir: &Path, rel: &Path, top: bool, out: &mut Vec<PathBuf>) -> Result<()
 }
 
 impl Staging {
-    /// A staging copy of `root` (created when missing) in the system's temporary folder.
+    /// A staging copy of `root` (empty when `root` does not exist yet: it is created only when
+    /// the publish succeeds) in the system's temporary folder.
     pub fn new(root: &Path) -> Result<Self> {
-        std::fs::create_dir_all(root).map_err(|e| {
-            WopError::usage(format!("--registry {}: cannot create: {e}", root.display()))
-        })?;
+        if root.exists() && !root.is_dir() {
+            return Err(WopError::usage(format!(
+                "--registry {}: not a folder",
+                root.display()
+            )));
+        }
         let dir = std::env::temp_dir().join(format!("wop-publish-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        copy_tree(root, &dir, true)?;
+        if root.is_dir() {
+            copy_tree(root, &dir, true)?;
+        } else {
+            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, "create", e))?;
+        }
         // The registry's gate scripts import its npm packages (Ajv): linked, not copied.
         #[cfg(unix)]
         if root.join("node_modules").is_dir() {
