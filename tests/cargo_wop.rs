@@ -246,6 +246,12 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
             && stderr.contains("--deny-budget-warnings"),
         "{stderr}"
     );
+    // Built without a default provider and model: said, with the flag that sets them.
+    assert!(
+        stderr.contains("warning: no --provider or --model for the pack: openwop-app requires")
+            && stderr.contains("`cargo wop build --provider P --model M`"),
+        "{stderr}"
+    );
     assert!(!dir.join("tight").exists(), "a denied build writes no pack");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -262,6 +268,27 @@ fn new_refuses_a_pack_name_off_the_grammar_and_a_folder_that_exists() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--pack `community.bookai`"), "{err}");
+    // A pack author's namespace is community.* or vendor.*: core.* is the working group's.
+    for (name, says) in [
+        ("core.openwop.x", "`core.*` is reserved"),
+        (
+            "private.host.x",
+            "`private.*` is for a host's internal packs",
+        ),
+    ] {
+        let out = Command::new(wop)
+            .args(["wop", "new", "p", "--pack", name])
+            .current_dir(&dir)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(says) && err.contains("community.<owner>.<pack>"),
+            "{err}"
+        );
+        assert!(!dir.join("p").exists(), "nothing written");
+    }
     std::fs::create_dir_all(dir.join("taken")).expect("dir");
     let out = Command::new(wop)
         .args(["wop", "new", "taken"])

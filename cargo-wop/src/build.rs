@@ -196,6 +196,17 @@ fn read_addon(addon: &Path, inputs: &str) -> Result<(Vec<PackFiles>, BudgetCheck
 /// Builds and writes every pack of the crate; answers their folders.
 pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
     let dir = crate_dir(args.manifest_path.as_ref())?;
+    let missing: Vec<&str> = [("--provider", &args.provider), ("--model", &args.model)]
+        .into_iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(flag, _)| flag)
+        .collect();
+    if !missing.is_empty() {
+        progress(&format!(
+            "warning: no {} for the pack: openwop-app requires a provider and a model on every call, so there each node's configuration must name them (`provider`, `model`), or a call without them fails `validation_error`; `cargo wop build --provider P --model M` sets the pack's default",
+            missing.join(" or ")
+        ));
+    }
     let addon = cargo_rustc(&dir, args.release)?;
     let inputs = crate::budget::inputs_file(&dir, args.budget_inputs.as_ref());
     let (packs, check) = read_addon(&addon, &crate::budget::read_inputs(inputs.as_deref())?)?;

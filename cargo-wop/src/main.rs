@@ -1,7 +1,7 @@
 //! `cargo wop`: the pack author's tool, from `cargo new` to the folder a host mounts.
 //!
 //! ```text
-//! cargo wop new NAME [--pack community.OWNER.PACK] [--sdk-path DIR]
+//! cargo wop new NAME [--pack community.OWNER.PACK | vendor.ORG.PACK] [--sdk-path DIR]
 //!                                   a pack crate: a node with a typed call, its test, the pack
 //! cargo wop build [--release] [--folder] [--out DIR] [--provider P] [--model M]
 //!                 [--budget-inputs FILE] [--deny-budget-warnings]
@@ -13,8 +13,9 @@
 //!                                   an Ed25519 key pair; prints the registry's signingKeys entry
 //! cargo wop sign --key FILE [--key-id ID] [--pack-dir DIR]
 //!                                   pack.json as RFC 8785 bytes with `signing`, and its signature
-//! cargo wop publish --registry DIR --key FILE [--key-id ID] [--pack-dir DIR] [--v2-only]
-//!                                   the registry's staging layout, then `check` on it
+//! cargo wop publish --registry DIR --key FILE [--key-id ID] [--pack-dir DIR] [--add-key] [--v1-only]
+//!                                   a registry pull request's files: staged, gated (ours and the
+//!                                   registry's own scripts), then written
 //! cargo wop check --registry DIR [--pack NAME [--version V]]
 //!                                   the registry's gates, run locally
 //! ```
@@ -68,11 +69,13 @@ enum Command {
     /// Signs the built pack: pack.json as its RFC 8785 bytes with `signing {keyId, scheme}`, and
     /// the Ed25519 signature over them in keys/pack.json.sig.
     Sign(sign::SignArgs),
-    /// Signs the built pack and writes the registry's staging layout into a registry folder
-    /// (schema $ids, the deterministic tarball, its integrity, the version manifests), then runs
-    /// `check` on it.
+    /// Writes what a pull request to openwop-registry holds into a clone of it (the signed
+    /// tarball as the registry's build-pack-tarball.mjs builds it, the source folder, the version
+    /// manifests; the registry's build-index and generate-sbom run), after this tool's gates and
+    /// the registry's own pass on a staging copy. The build folder is not changed.
     Publish(publish::PublishArgs),
-    /// Runs the registry's gates on published versions in a registry folder.
+    /// Runs this tool's gates on published versions in a registry folder, then, in a clone of
+    /// openwop-registry, the registry's own (scripts/registry-check.sh).
     Check(check::CheckArgs),
 }
 

@@ -13,7 +13,9 @@ const SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 pub(crate) struct NewArgs {
     /// The crate's folder (created; must not exist) and its name.
     name: PathBuf,
-    /// The pack's name (`community.<owner>.<pack>`); default `community.local.<NAME>`.
+    /// The pack's name: `community.<owner>.<pack>`, or `vendor.<org>.<pack>` for an
+    /// organization's (`core.*` and `private.*` are not a pack author's); default
+    /// `community.local.<NAME>`.
     #[arg(long, value_name = "NAME")]
     pack: Option<String>,
     /// The wop-sdk checkout the crate depends on by path (until the crates are on crates.io); by
@@ -29,6 +31,20 @@ fn write(path: &Path, text: &str) -> Result<(), Failure> {
     }
     std::fs::write(path, text)
         .map_err(|e| Failure::failed(format!("{}: cannot write: {e}", path.display())))
+}
+
+/// Why a pack author cannot take the namespace of `pack`: the registry reserves `core.*` for the
+/// OpenWOP working group's spec-canonical packs, and `private.*` never appears in a registry.
+fn author_namespace_problem(pack: &str) -> Option<String> {
+    match pack.split('.').next() {
+        Some("core") => Some(
+            "`core.*` is reserved for the OpenWOP working group's spec-canonical packs; a pack author's pack is `community.<owner>.<pack>` (or `vendor.<org>.<pack>` for an organization's)".to_owned(),
+        ),
+        Some("private") => Some(
+            "`private.*` is for a host's internal packs and never appears in a registry; a pack author's pack is `community.<owner>.<pack>` (or `vendor.<org>.<pack>`)".to_owned(),
+        ),
+        _ => None,
+    }
 }
 
 pub(crate) fn run(args: &NewArgs) -> Result<(), Failure> {
@@ -57,7 +73,7 @@ pub(crate) fn run(args: &NewArgs) -> Result<(), Failure> {
         .pack
         .clone()
         .unwrap_or_else(|| format!("community.local.{}", crate_name.replace('_', "-")));
-    if let Some(problem) = pack_name_problem(&pack) {
+    if let Some(problem) = pack_name_problem(&pack).or_else(|| author_namespace_problem(&pack)) {
         return Err(Failure::usage(format!("--pack `{pack}`: {problem}")));
     }
     let sdk = args.sdk_path.clone().unwrap_or_else(|| PathBuf::from(SDK));

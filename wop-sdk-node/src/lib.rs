@@ -76,7 +76,7 @@
 //! openwop-app requires `provider` and `model` on every call. A call that names them
 //! ([`wop_sdk::AiRequest::provider`], [`wop_sdk::AiRequest::model`]) keeps them; otherwise the
 //! node's configuration (`ctx.config.provider`, `ctx.config.model`) gives them, else the pack's
-//! default (`pack --provider P --model M`). A call left without either fails
+//! default (`cargo wop build --provider P --model M`). A call left without either fails
 //! `validation_error` naming the field, before any request.
 //!
 //! # Errors

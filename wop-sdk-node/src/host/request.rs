@@ -110,7 +110,8 @@ pub(super) fn fill_and_check<'a>(
                         *key,
                         format!(
                             "the host requires `{key}`: set it on the call, in the node's \
-                             configuration (`{key}`), or as the pack's default (`pack --{key}`)"
+                             configuration (`{key}`), or as the pack's default (`cargo wop \
+                             build --{key} …`)"
                         ),
                     ));
                 }

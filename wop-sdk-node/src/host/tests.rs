@@ -118,6 +118,11 @@ async fn a_call_without_provider_is_refused_before_it_is_sent() {
         .expect_err("no provider");
     assert_eq!(e.public.error, ErrorCode::ValidationError);
     assert_eq!(e.public.field(), Some("provider"));
+    assert!(
+        e.public.message.contains("`cargo wop build --provider …`"),
+        "names the flag that sets the pack's default: {}",
+        e.public.message
+    );
     assert!(fake.sent.lock().expect("sent").is_empty());
     // A call that names its provider keeps it.
     let named = json!({"messages": [], "provider": "openai"});
