@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use wop_sdk_test_support::harness::run as harness;
-use wop_sdk_test_support::pack_author::{cargo_wop, new_pack, ok, temp_world};
+use wop_sdk_test_support::pack_author::{cargo_wop, new_pack, ok, publish, temp_world};
 
 const PACK: &str = "community.alice.hello";
 const NODE: &str = "community.alice.hello.name-book";
@@ -44,19 +44,8 @@ fn world() -> &'static World {
         let tmp = temp_world("wop-cargo-wop-publish-");
         let authored = new_pack(&tmp, PACK, "alice-1");
         let registry = tmp.join("registry");
-        let pack_dir = authored.pack_dir.to_str().expect("utf-8");
-        let key = authored.key.to_str().expect("utf-8");
-        let publish = [
-            "publish",
-            "--registry",
-            registry.to_str().expect("utf-8"),
-            "--pack-dir",
-            pack_dir,
-            "--key",
-            key,
-        ];
         // A fresh folder does not know the key: refused, naming --add-key, and nothing written.
-        let refused = cargo_wop(&publish, &tmp);
+        let refused = publish(&registry, &authored.pack_dir, &authored.key, &[], &tmp);
         assert_eq!(refused.status.code(), Some(2));
         let err = String::from_utf8_lossy(&refused.stderr);
         assert!(
@@ -64,9 +53,16 @@ fn world() -> &'static World {
             "{err}"
         );
         assert!(!registry.exists(), "a refused publish writes nothing");
-        let mut granted = publish.to_vec();
-        granted.push("--add-key");
-        let out = ok(cargo_wop(&granted, &tmp), "cargo wop publish --add-key");
+        let out = ok(
+            publish(
+                &registry,
+                &authored.pack_dir,
+                &authored.key,
+                &["--add-key"],
+                &tmp,
+            ),
+            "cargo wop publish --add-key",
+        );
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             err.contains("the registry's maintainers review this grant"),
@@ -202,18 +198,7 @@ fn publish_leaves_the_build_folder_as_it_was_and_a_second_publish_changes_nothin
     assert!(!w.pack_dir.join("keys").exists());
     let registry = registry_copy("second-publish");
     let out = ok(
-        cargo_wop(
-            &[
-                "publish",
-                "--registry",
-                registry.to_str().expect("utf-8"),
-                "--pack-dir",
-                w.pack_dir.to_str().expect("utf-8"),
-                "--key",
-                w.key.to_str().expect("utf-8"),
-            ],
-            &w.tmp,
-        ),
+        publish(&registry, &w.pack_dir, &w.key, &[], &w.tmp),
         "the same version again",
     );
     let err = String::from_utf8_lossy(&out.stderr);
@@ -264,19 +249,7 @@ fn a_publish_whose_gate_fails_writes_nothing() {
     )
     .expect("written");
     let registry = w.tmp.join("registry-of-a-broken-pack");
-    let out = cargo_wop(
-        &[
-            "publish",
-            "--registry",
-            registry.to_str().expect("utf-8"),
-            "--pack-dir",
-            broken.to_str().expect("utf-8"),
-            "--key",
-            w.key.to_str().expect("utf-8"),
-            "--add-key",
-        ],
-        &w.tmp,
-    );
+    let out = publish(&registry, &broken, &w.key, &["--add-key"], &w.tmp);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("`nodes` does not export"), "{err}");

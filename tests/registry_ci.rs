@@ -20,7 +20,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use wop_sdk_test_support::pack_author::{cargo_wop, new_pack, ok, temp_world};
+use wop_sdk_test_support::pack_author::{cargo_wop, new_pack, ok, publish, temp_world};
 
 const PACK: &str = "community.alice.hello";
 
@@ -77,17 +77,11 @@ fn world() -> Option<&'static World> {
             let registry = tmp.join("openwop-registry");
             copy(&checkout, &registry);
             ok(
-                cargo_wop(
-                    &[
-                        "publish",
-                        "--registry",
-                        registry.to_str().expect("utf-8"),
-                        "--pack-dir",
-                        authored.pack_dir.to_str().expect("utf-8"),
-                        "--key",
-                        authored.key.to_str().expect("utf-8"),
-                        "--add-key",
-                    ],
+                publish(
+                    &registry,
+                    &authored.pack_dir,
+                    &authored.key,
+                    &["--add-key"],
                     &tmp,
                 ),
                 "cargo wop publish into the registry checkout",

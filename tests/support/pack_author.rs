@@ -126,3 +126,18 @@ pub fn new_pack(tmp: &Path, pack: &str, key_id: &str) -> Authored {
         key: keys.join(format!("{key_id}.pem")),
     }
 }
+
+/// `cargo wop publish --registry REGISTRY --pack-dir PACK_DIR --key KEY EXTRA…`, run in `dir`.
+pub fn publish(registry: &Path, pack_dir: &Path, key: &Path, extra: &[&str], dir: &Path) -> Output {
+    let mut args = vec![
+        "publish",
+        "--registry",
+        registry.to_str().expect("utf-8"),
+        "--pack-dir",
+        pack_dir.to_str().expect("utf-8"),
+        "--key",
+        key.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    cargo_wop(&args, dir)
+}

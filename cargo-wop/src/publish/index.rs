@@ -20,34 +20,10 @@ fn semver_key(v: &str) -> (u64, u64, u64, bool) {
     (a, b, c, !v.contains('-'))
 }
 
-/// The current time as RFC 3339 UTC with seconds (`2026-12-04T15:28:27Z`): a version
-/// manifest's `publishedAt`.
+/// The current time as RFC 3339 UTC (`2026-12-04T15:28:27.123Z`): a version manifest's
+/// `publishedAt`.
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339(secs)
-}
-
-/// `secs` since the epoch as RFC 3339 UTC (the civil-from-days algorithm of H. Hinnant).
-pub fn rfc3339(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    wop_sdk::wire::rfc3339(std::time::SystemTime::now())
 }
 
 /// The pack's `index.json` in `tree`, with this version's row added or replaced. `vm` is the
@@ -127,13 +103,6 @@ pub fn pack_index(path: &Path, vm: &Value, tree: &str) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_of_known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_796_398_107), "2026-12-04T15:28:27Z");
-    }
 
     #[test]
     fn prereleases_sort_before_their_release() {

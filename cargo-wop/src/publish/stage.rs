@@ -22,23 +22,17 @@ fn io(path: &Path, what: &str, e: std::io::Error) -> WopError {
     WopError::failed(format!("{}: cannot {what}: {e}", path.display()))
 }
 
-fn copy_tree(from: &Path, to: &Path, top: bool) -> Result<()> {
+/// Copies every file of `from` (but the skipped folders) to `to`.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    let mut all = Vec::new();
+    files(from, Path::new(""), true, &mut all)?;
     std::fs::create_dir_all(to).map_err(|e| io(to, "create", e))?;
-    for entry in std::fs::read_dir(from).map_err(|e| io(from, "list", e))? {
-        let entry = entry.map_err(|e| io(from, "list", e))?;
-        let name = entry.file_name();
-        if top && SKIPPED.iter().any(|s| name == *s) {
-            continue;
+    for rel in all {
+        let target = to.join(&rel);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io(parent, "create", e))?;
         }
-        let kind = entry
-            .file_type()
-            .map_err(|e| io(&entry.path(), "stat", e))?;
-        let target = to.join(&name);
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target, false)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target).map_err(|e| io(&entry.path(), "copy", e))?;
-        }
+        std::fs::copy(from.join(&rel), &target).map_err(|e| io(&from.join(&rel), "copy", e))?;
     }
     Ok(())
 }
@@ -79,7 +73,7 @@ impl Staging {
         let dir = std::env::temp_dir().join(format!("wop-publish-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         if root.is_dir() {
-            copy_tree(root, &dir, true)?;
+            copy_tree(root, &dir)?;
         } else {
             std::fs::create_dir_all(&dir).map_err(|e| io(&dir, "create", e))?;
         }
