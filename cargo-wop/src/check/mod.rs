@@ -1,17 +1,24 @@
-//! `cargo wop check`: the registry's gates, run locally on a published version (the v2 tree,
-//! and the v1 copy when there is one). Each failure names the file, the field and the rule;
-//! every gate runs, then all failures are reported.
+//! `cargo wop check`: this tool's gates on a published version, then, in a clone of
+//! openwop-registry, the registry's own (`registry.rs`). Each failure names the file, the field
+//! and the rule; every gate runs, then all failures are reported.
 //!
-//! - the version manifest: `kind`, `engines.openwop` admitting protocol major 2 with an explicit
-//!   ceiling, `signing` exactly `{keyId, scheme: "ed25519-canonical-json"}`, name and version;
+//! Per tree (`tree.rs`; v1 always, the registry's tree, and v2 when the version has it):
+//! - the version manifest: name and version, the tree's signing block (v1: exactly the
+//!   registry's `{method: "manual", publicKeyRef, signatureRef}`; v2: exactly `{keyId, scheme:
+//!   "ed25519-canonical-json"}`, `kind`, `engines.openwop` admitting major 2 with a ceiling), and
+//!   nothing but the tarball's `pack.json` plus the registry's keys;
 //! - integrity: `sha256-<base64>` of the tarball;
 //! - the tarball: deterministic USTAR (see [`crate::tarball::read_tgz`]), `pack.json` its own
-//!   RFC 8785 bytes, naming the same pack, version and signing block;
-//! - the key: `registry/keys/<keyId>.pub`, and a `signingKeys` entry whose
+//!   RFC 8785 bytes (v1: no key the registry's closed schemas refuse), the signature inside it
+//!   and beside it the same;
+//! - the key (`gates.rs`): `registry/keys/<keyId>.pub`, and a `signingKeys` entry whose
 //!   `permittedNamespaces` cover the pack; the signature verifies over the `pack.json` bytes;
 //! - schemas: each valid JSON Schema with `$id` `https://packs.openwop.dev/<pack>/<version>/<file>`,
-//!   each one `pack.json` references present, the served copy identical;
-//! - every `nodes[].typeId` exported by `index.mjs` (imported in `node`).
+//!   each one `pack.json` references present, the served copy identical.
+//!
+//! Then: the two trees' tarballs hold the same files but `pack.json` and its signature;
+//! `packs/<name>/` holds exactly the v1 tarball's files; every `nodes[].typeId` is exported by
+//! `index.mjs` (imported in `node`).
 
 mod gates;
 mod registry;
