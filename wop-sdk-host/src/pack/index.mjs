@@ -96,6 +96,18 @@ function addonFolder() {
   return dir;
 }
 
+// Node's process.arch of an ELF e_machine (the pack writer reads the whole file; this only makes
+// the reason plain where the loader's own message is not: glibc says "No such file" for a
+// library of another architecture).
+const ELF_ARCH = { 3: 'ia32', 21: 'ppc64', 22: 's390x', 40: 'arm', 62: 'x64', 183: 'arm64', 243: 'riscv64', 258: 'loong64' };
+function forThisMachine(bytes, name) {
+  if (bytes.length < 20 || bytes.readUInt32BE(0) !== 0x7f454c46) return;
+  const arch = ELF_ARCH[bytes[5] === 2 ? bytes.readUInt16BE(18) : bytes.readUInt16LE(18)];
+  if (arch !== undefined && Object.values(ELF_ARCH).includes(process.arch) && arch !== process.arch) {
+    throw new Error(`${name} is an ELF library for ${arch}, not for this host (${HERE}): rebuild the pack (\`cargo wop build\`) with an addon for ${HERE} (\`--addon-for ${HERE}=FILE\`)`);
+  }
+}
+
 // What a child process runs: load the addon at argv[1], answer its bridge ABI (or why it failed).
 const PROBE = `const m = { exports: {} };
 try {
@@ -159,6 +171,7 @@ function embeddedAddon(choices) {
   }
   const bytes = Buffer.from(chosen.base64, 'base64');
   if (sha256(bytes) !== chosen.sha256) throw new Error(`${chosen.name}: the embedded addon is corrupt (sha256 mismatch)`);
+  forThisMachine(bytes, `its embedded addon ${chosen.name}`);
   const dir = addonFolder();
   const path = join(dir, `${chosen.sha256}.node`);
   if (existsSync(path) && sha256(readFileSync(path)) === chosen.sha256) {
@@ -195,7 +208,9 @@ function loadAddon() {
       }
       // The folder form loads its addon where it is; its digest, written here by the pack writer,
       // names its proof in the addon folder.
-      if (sha256(readFileSync(path)) !== ADDON.sha256) {
+      const bytes = readFileSync(path);
+      forThisMachine(bytes, `its addon ${ADDON.file}`);
+      if (sha256(bytes) !== ADDON.sha256) {
         throw new Error(`its addon ${ADDON.file} is not the one this index.mjs was written with (sha256 mismatch): rebuild the pack (\`cargo wop build\`)`);
       }
       proven(path, ADDON.sha256);
