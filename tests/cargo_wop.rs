@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use wop_sdk_test_support::harness;
+use wop_sdk_test_support::{harness, test_elf};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -155,7 +155,7 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
         assert!(
             error["code"]
                 .as_str()
-                .is_some_and(|c| c.ends_with("node_failed")),
+                .is_some_and(|c| c.ends_with("addon_unloadable")),
             "{report}"
         );
         let message = error["message"].as_str().unwrap_or_default();
@@ -168,20 +168,15 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
 
     // The single-file form (the default), through a registry install: only pack.json, index.mjs,
     // schemas/ are kept, and the node still runs.
-    // It also carries an addon built elsewhere (here the header of a library for the other architecture):
-    // index.mjs still loads this machine's.
+    // It also carries an addon built elsewhere (here a whole shared object for the other
+    // architecture, built from bytes): index.mjs still loads this machine's.
     let registry_out = dir.join("registry-packs");
-    // The header of a shared library for the other architecture (ELF `e_machine`: 183 AArch64,
-    // 62 x86-64).
     let (other, machine) = if cfg!(target_arch = "aarch64") {
-        ("linux-x64", 62_u16)
+        ("linux-x64", test_elf::X86_64)
     } else {
-        ("linux-arm64", 183_u16)
+        ("linux-arm64", test_elf::AARCH64)
     };
-    let mut library = b"\x7fELF\x02\x01\x01".to_vec();
-    library.resize(18, 0);
-    library.extend_from_slice(&machine.to_le_bytes());
-    library.resize(64, 0);
+    let library = test_elf::shared_object(machine, 4096);
     let other_file = dir.join("libmy_pack.other.so");
     std::fs::write(&other_file, &library).expect("write");
     run(Command::new(wop)
@@ -198,6 +193,46 @@ fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
         ])
         .arg(&registry_out)
         .current_dir(&krate));
+    // A header alone (the 20-byte file), and this machine's platform, are refused, each
+    // message naming the flag given and the rule.
+    let header = dir.join("header.so");
+    std::fs::write(&header, &library[..20]).expect("write");
+    let this = format!(
+        "linux-{}",
+        if cfg!(target_arch = "aarch64") {
+            "arm64"
+        } else {
+            "x64"
+        }
+    );
+    for (given, rule) in [
+        (
+            format!("{other}={}", header.display()),
+            "the file is truncated: its ELF header needs 64 bytes but the file has 20".to_owned(),
+        ),
+        (
+            format!("{this}={}", other_file.display()),
+            format!("{this} is this machine's platform: its addon is the addon built here ("),
+        ),
+    ] {
+        let refused = Command::new(wop)
+            .args(["wop", "build", "--addon-for", &given, "--out"])
+            .arg(dir.join("refused"))
+            .current_dir(&krate)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()
+            .expect("cargo wop runs");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("--addon-for {given}: {rule}")),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("--addon "),
+            "no flag that was not given: {stderr}"
+        );
+    }
     let single = registry_out.join("community.local.my-pack");
     assert!(
         !single.join("community.local.my-pack.node").exists(),

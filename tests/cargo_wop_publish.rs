@@ -377,7 +377,7 @@ fn assert_unavailable(report: &Value, says: &str) {
     for id in ["a", "b"] {
         let s = step(report, id);
         assert_eq!(
-            s["outcome"]["error"]["code"], "wop-sdk.node_failed",
+            s["outcome"]["error"]["code"], "wop-sdk.addon_unloadable",
             "{s:#}"
         );
         let message = s["outcome"]["error"]["message"].as_str().unwrap_or("");

@@ -20,6 +20,9 @@ mod malformed;
 /// The requests that reach `ctx.callAI`: exactly what they were before the bridge's ABI 2.
 #[path = "node_bridge/requests.rs"]
 mod requests;
+/// Addons that must never be loaded in the host's process: every node fails, the process lives.
+#[path = "node_bridge/unloadable.rs"]
+mod unloadable;
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -115,6 +118,7 @@ fn packs() -> &'static Packs {
             model: Some("mock-1".into()),
             timeout_ms: DEFAULT_TIMEOUT_MS,
             other_addons: Vec::new(),
+            addon_built: false,
         };
         write_pack(&quickstart::pack(), &options).expect("the quickstart's pack folder");
         Packs { dir, single }

@@ -222,6 +222,7 @@ pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
             model: args.model.clone(),
             timeout_ms: args.timeout_ms,
             other_addons: args.addon_for.clone(),
+            addon_built: true,
         };
         let folder = write_pack_files(files, &options).map_err(|e| Failure {
             exit: e.exit,

@@ -8,6 +8,8 @@
 //! - [`child`]: the test binary re-executed as a child process (killed in crash tests);
 //! - [`trace`]: what a tracing subscriber writes, for a test to read;
 //! - [`picture`]: the report picture's labels;
+//! - [`test_elf`]: a whole ELF shared object for another architecture, built from bytes (the pack
+//!   writer's unit tests use the same file);
 //! - [`bench`](mod@bench): the benches' node, provider and measures (also used by `benches/rig_compare`).
 
 // Test code: its types are read by tests, never printed.
@@ -21,4 +23,6 @@ pub mod openai_script;
 pub mod openai_server;
 pub mod pack_author;
 pub mod picture;
+#[path = "../../wop-sdk-host/src/pack/test_elf.rs"]
+pub mod test_elf;
 pub mod trace;

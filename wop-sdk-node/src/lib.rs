@@ -90,6 +90,11 @@
 //! what to fix, e.g. openwop-app's `byok_required` "No credential available for provider …"). A
 //! node failure is thrown to the host as an `Error` whose `code` is the SDK's code, which the
 //! host records as `{status: 'failure', error: {code, message}}`.
+//!
+//! A pack whose addon cannot be loaded on the host (missing, built for another platform, Node or
+//! bridge ABI, or a file that does not load in the child Node process `index.mjs` tries it in
+//! before the host's process loads it) fails every node at once with
+//! `wop-sdk.addon_unloadable`, saying why; the host's process never loads such a file.
 
 #![warn(missing_docs)]
 

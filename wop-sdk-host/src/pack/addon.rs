@@ -4,6 +4,7 @@
 //! given for the wrong machine is refused when the pack is written, not when a host loads it.
 
 use super::error::PackError;
+use super::native;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -81,100 +82,21 @@ pub(super) fn node_platform() -> (&'static str, &'static str) {
     (platform, arch)
 }
 
-fn u16_at(b: &[u8], at: usize, little: bool) -> Option<u16> {
-    let two: [u8; 2] = b.get(at..at + 2)?.try_into().ok()?;
-    Some(if little {
-        u16::from_le_bytes(two)
-    } else {
-        u16::from_be_bytes(two)
-    })
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-/// The object format and Node architecture of a native library, from its header: ELF
-/// (`e_machine`), Mach-O (`cputype`) or PE (`Machine`). `None` when it is none of them.
-fn native_kind(b: &[u8]) -> Option<(&'static str, &'static str)> {
-    if b.starts_with(b"\x7fELF") {
-        let little = b.get(5) == Some(&1);
-        let arch = match u16_at(b, 18, little)? {
-            3 => "ia32",
-            8 => "mips",
-            20 | 21 => "ppc64",
-            22 => "s390x",
-            40 => "arm",
-            62 => "x64",
-            183 => "arm64",
-            243 => "riscv64",
-            258 => "loong64",
-            _ => "unknown",
-        };
-        return Some(("ELF", arch));
-    }
-    if b.starts_with(&[0xcf, 0xfa, 0xed, 0xfe]) {
-        let arch = match u32_at(b, 4)? {
-            0x0100_0007 => "x64",
-            0x0100_000c => "arm64",
-            _ => "unknown",
-        };
-        return Some(("Mach-O", arch));
-    }
-    if b.starts_with(b"MZ") {
-        let pe = u32_at(b, 0x3c)? as usize;
-        if b.get(pe..pe + 4)? != b"PE\0\0" {
-            return None;
-        }
-        let arch = match u16_at(b, pe + 4, true)? {
-            0x8664 => "x64",
-            0xaa64 => "arm64",
-            0x014c => "ia32",
-            _ => "unknown",
-        };
-        return Some(("PE", arch));
-    }
-    None
-}
-
-/// The object format a platform loads.
-fn format_of(platform: &str) -> &'static str {
-    match platform {
-        "darwin" => "Mach-O",
-        "win32" => "PE",
-        _ => "ELF",
-    }
-}
-
-/// Reads `other`'s addon and checks that it is a native library for its platform and
-/// architecture, and not for this machine's (whose addon is the one built here).
-fn read_other(other: &PlatformAddon) -> Result<Vec<u8>, PackError> {
-    let flag = format!(
-        "--addon-for {}-{}={}",
-        other.platform,
-        other.arch,
-        other.file.display()
-    );
+/// Reads `other`'s addon and checks that it is a whole native library for its platform and
+/// architecture ([`native::check`]), and not for this machine's, whose addon is `here`.
+fn read_other(other: &PlatformAddon, here: &str) -> Result<Vec<u8>, PackError> {
+    let target = format!("{}-{}", other.platform, other.arch);
+    let flag = format!("--addon-for {target}={}", other.file.display());
     if (other.platform.as_str(), other.arch.as_str()) == node_platform() {
         return Err(PackError::usage(format!(
-            "{flag}: this machine's platform: its addon is the one built here (`--addon`)"
+            "{flag}: {target} is this machine's platform: its addon is {here}, not one given with --addon-for"
         )));
     }
     let bytes = std::fs::read(&other.file)
         .map_err(|e| PackError::usage(format!("{flag}: cannot read the addon: {e}")))?;
-    let want = format_of(&other.platform);
-    match native_kind(&bytes) {
-        None => Err(PackError::usage(format!(
-            "{flag}: not a native library (no ELF, Mach-O or PE header)"
-        ))),
-        Some((format, arch)) if format != want || arch != other.arch => {
-            Err(PackError::usage(format!(
-                "{flag}: the file is {format} for {arch}; {}-{} loads {want} for {}",
-                other.platform, other.arch, other.arch
-            )))
-        }
-        Some(_) => Ok(bytes),
-    }
+    native::check(&bytes, &other.platform, &other.arch)
+        .map_err(|rule| PackError::usage(format!("{flag}: {rule}")))?;
+    Ok(bytes)
 }
 
 /// An addon the pack carries: for which platform, its SHA-256 (hex) and its bytes.
@@ -192,14 +114,21 @@ impl Carried<'_> {
     }
 }
 
-/// Every addon the pack carries: this machine's (`here`, first), then each of `others`, read and
-/// checked ([`read_other`]); one given twice for a platform is refused.
+/// Every addon the pack carries: this machine's (`here`, first, named `here_name` in errors: the
+/// flag that gave it, or what built it), then each of `others`, read ([`read_other`]); each
+/// checked whole ([`native::check`]); one given twice for a platform is refused.
 pub(super) fn carried<'a>(
     here: &'a [u8],
+    here_name: &str,
     others: &'a [PlatformAddon],
 ) -> Result<Vec<Carried<'a>>, PackError> {
     let sha = |b: &[u8]| wop_sdk::hex::of_bytes(&Sha256::digest(b));
     let (platform, arch) = node_platform();
+    native::check(here, platform, arch).map_err(|rule| {
+        PackError::usage(format!(
+            "{here_name} (this machine's, {platform}-{arch}): {rule}"
+        ))
+    })?;
     let mut all = vec![Carried {
         platform,
         arch,
@@ -216,7 +145,7 @@ pub(super) fn carried<'a>(
                 other.platform, other.arch
             )));
         }
-        let bytes = read_other(other)?;
+        let bytes = read_other(other, here_name)?;
         all.push(Carried {
             platform: &other.platform,
             arch: &other.arch,
@@ -228,18 +157,11 @@ pub(super) fn carried<'a>(
 }
 
 #[cfg(test)]
-/// The first bytes of an ELF shared object for `machine`.
-pub(super) fn elf(machine: u16) -> Vec<u8> {
-    let mut b = b"\x7fELF\x02\x01\x01".to_vec();
-    b.resize(18, 0);
-    b.extend_from_slice(&machine.to_le_bytes());
-    b.resize(64, 0);
-    b
-}
-
-#[cfg(test)]
 mod tests {
+    use super::super::test_elf::{AARCH64, shared_object};
     use super::*;
+
+    const HERE: &str = "the addon built here (lib.so)";
 
     #[test]
     fn platform_addons_parse_and_off_grammar_ones_name_the_rule() {
@@ -259,44 +181,24 @@ mod tests {
     }
 
     #[test]
-    fn headers_name_their_format_and_architecture() {
-        assert_eq!(native_kind(&elf(183)), Some(("ELF", "arm64")));
-        assert_eq!(native_kind(&elf(62)), Some(("ELF", "x64")));
-        let mut macho = vec![0xcf, 0xfa, 0xed, 0xfe];
-        macho.extend_from_slice(&0x0100_000c_u32.to_le_bytes());
-        assert_eq!(native_kind(&macho), Some(("Mach-O", "arm64")));
-        let mut pe = b"MZ".to_vec();
-        pe.resize(0x3c, 0);
-        pe.extend_from_slice(&0x40_u32.to_le_bytes());
-        pe.extend_from_slice(b"PE\0\0");
-        pe.extend_from_slice(&0x8664_u16.to_le_bytes());
-        assert_eq!(native_kind(&pe), Some(("PE", "x64")));
-        assert_eq!(native_kind(b"#!/bin/sh"), None);
-        assert_eq!(
-            native_kind(b"\x7fEL"),
-            None,
-            "a short file is not read past its end"
-        );
-    }
-
-    #[test]
     fn an_addon_for_the_wrong_machine_or_this_one_is_refused() {
         let dir = std::env::temp_dir().join(format!("wop-pack-addon-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let file = dir.join("arm64.so");
-        std::fs::write(&file, elf(183)).expect("write");
+        let elf = shared_object(AARCH64, 64);
+        std::fs::write(&file, &elf).expect("write");
         let given = |target: &str| PlatformAddon {
             file: file.clone(),
             ..format!("{target}=x").parse().expect("parses")
         };
-        let e = read_other(&given("linux-riscv64")).expect_err("wrong arch");
+        let e = read_other(&given("linux-riscv64"), HERE).expect_err("wrong arch");
         assert!(
             e.message
                 .contains("the file is ELF for arm64; linux-riscv64 loads ELF for riscv64"),
             "{}",
             e.message
         );
-        let e = read_other(&given("darwin-arm64")).expect_err("wrong format");
+        let e = read_other(&given("darwin-arm64"), HERE).expect_err("wrong format");
         assert!(
             e.message.contains("darwin-arm64 loads Mach-O for arm64"),
             "{}",
@@ -304,11 +206,23 @@ mod tests {
         );
         let (p, a) = node_platform();
         if (p, a) != ("linux", "arm64") {
-            assert_eq!(read_other(&given("linux-arm64")).expect("fits"), elf(183));
+            assert_eq!(read_other(&given("linux-arm64"), HERE).expect("fits"), elf);
         }
-        let e = read_other(&given(&format!("{p}-{a}"))).expect_err("this machine");
+        let e = read_other(&given(&format!("{p}-{a}")), HERE).expect_err("this machine");
+        assert_eq!(
+            e.message,
+            format!(
+                "--addon-for {p}-{a}={}: {p}-{a} is this machine's platform: its addon is {HERE}, not one given with --addon-for",
+                file.display()
+            )
+        );
+        // A header alone: the 20-byte file.
+        std::fs::write(&file, &elf[..20]).expect("write");
+        let e = read_other(&given("linux-arm64"), HERE).expect_err("a header");
         assert!(
-            e.message.contains("this machine's platform"),
+            e.message.ends_with(
+                ": the file is truncated: its ELF header needs 64 bytes but the file has 20"
+            ),
             "{}",
             e.message
         );

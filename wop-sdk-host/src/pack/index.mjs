@@ -13,6 +13,9 @@
 // `timeoutMs` (the node's timeout; the default below otherwise).
 // The single-file form writes its addon to WOP_SDK_ADDON_DIR (the system's temp dir otherwise)/
 // wop-sdk-addons-<uid>/<sha256>.node, and keeps that folder small (see embeddedAddon).
+// Before this process loads an addon, a child Node process loads it first (see proven): a file
+// that would crash the host (truncated, corrupt, for another machine) fails every node instead.
+import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
@@ -25,6 +28,7 @@ const DEFAULTS = __DEFAULTS__;
 const ABI = __ABI__;
 const ADDON = __ADDON__;
 const NODE_FAILED = __NODE_FAILED__;
+const ADDON_UNLOADABLE = __ADDON_UNLOADABLE__;
 // What wop-sdk adds to pack.json's content, kept here so pack.json stays valid against the
 // registry's closed manifest schema: the bridge ABI, the addon's digest and platforms, and each
 // node's `x-maxCalls` / `x-retry` (enforced in the addon; the retry policy goes with each call).
@@ -62,6 +66,9 @@ function prune(dir, keep) {
       const age = now - statSync(path).mtimeMs;
       if (name.endsWith('.tmp')) {
         if (age > DAY_MS) unlinkSync(path);
+      } else if (name.endsWith('.node.ok')) {
+        // A proof goes with its addon; the folder form's (no addon here) after a day.
+        if (age > DAY_MS && !existsSync(path.slice(0, -3))) unlinkSync(path);
       } else if (name.endsWith('.node') && path !== keep) {
         addons.push({ path, age });
       }
@@ -73,10 +80,88 @@ function prune(dir, keep) {
   addons.slice(KEPT_ADDONS - 1).filter((a) => a.age > DAY_MS).forEach((a) => {
     try {
       unlinkSync(a.path);
+      unlinkSync(`${a.path}.ok`);
     } catch {
       // In use or gone: kept.
     }
   });
+}
+
+// The folder for addons and the proofs that they load: WOP_SDK_ADDON_DIR (the system's temp dir
+// otherwise)/wop-sdk-addons-<uid>, made private to this user, refused when it is not.
+function addonFolder() {
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+  const dir = join(process.env.WOP_SDK_ADDON_DIR ?? tmpdir(), `wop-sdk-addons-${uid}`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  if (!st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
+    throw new Error(`${dir}: not a private directory of this user; refusing to load an addon from it`);
+  }
+  return dir;
+}
+
+// Node's process.arch of an ELF e_machine (the pack writer reads the whole file; this only makes
+// the reason plain where the loader's own message is not: glibc says "No such file" for a
+// library of another architecture).
+const ELF_ARCH = { 3: 'ia32', 21: 'ppc64', 22: 's390x', 40: 'arm', 62: 'x64', 183: 'arm64', 243: 'riscv64', 258: 'loong64' };
+function forThisMachine(bytes, name) {
+  if (bytes.length < 20 || bytes.readUInt32BE(0) !== 0x7f454c46) return;
+  const arch = ELF_ARCH[bytes[5] === 2 ? bytes.readUInt16BE(18) : bytes.readUInt16LE(18)];
+  if (arch !== undefined && Object.values(ELF_ARCH).includes(process.arch) && arch !== process.arch) {
+    throw new Error(`${name} is an ELF library for ${arch}, not for this host (${HERE}): rebuild the pack (\`cargo wop build\`) with an addon for ${HERE} (\`--addon-for ${HERE}=FILE\`)`);
+  }
+}
+
+// What a child process runs: load the addon at argv[1], answer its bridge ABI (or why it failed).
+const PROBE = `const m = { exports: {} };
+try {
+  process.dlopen(m, process.argv[1]);
+  process.stdout.write(JSON.stringify({ abi: typeof m.exports.wopAbi === 'function' ? m.exports.wopAbi() : null }));
+} catch (e) {
+  process.stdout.write(JSON.stringify({ error: e instanceof Error ? e.message : String(e) }));
+}`;
+const PROBE_TIMEOUT_MS = 20_000;
+// A proof holds for one addon (its digest names it) on one Node.
+const PROOF = `loaded by Node ${process.version} ${process.platform}-${process.arch}, bridge ABI ${ABI}\n`;
+
+// Proves that the addon at `path` (whose SHA-256 is `sha`) loads and speaks this bridge's ABI, in
+// a child Node process, before this one loads it: a file that would kill the host (a truncated
+// or corrupt library, one for another machine) kills the child instead, and every node fails
+// with the reason. Done once per addon and Node: the proof is kept as <sha256>.node.ok in the
+// addon folder (written whole, then renamed), so a later import costs one small read.
+function proven(path, sha) {
+  const dir = addonFolder();
+  const proof = join(dir, `${sha}.node.ok`);
+  try {
+    if (readFileSync(proof, 'utf8') === PROOF) return;
+  } catch {
+    // No proof yet.
+  }
+  const env = { ...process.env, ELECTRON_RUN_AS_NODE: '1' };
+  delete env.NODE_OPTIONS; // the host's preloads (--require, --import) have no business here
+  const r = spawnSync(process.execPath, ['-e', PROBE, path], { env, encoding: 'utf8', timeout: PROBE_TIMEOUT_MS, stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+  const tried = 'a test process that loaded it first';
+  if (r.error !== undefined) {
+    if (r.error.code === 'ETIMEDOUT') throw new Error(`${tried} did not finish loading it within ${PROBE_TIMEOUT_MS / 1000} s; it is not loaded here`);
+    throw new Error(`cannot start a test process to load it first (${r.error.message}); it is not loaded here`);
+  }
+  if (r.signal !== null) throw new Error(`it killed ${tried} (${r.signal}): the file is not a library this machine can load (truncated, corrupt, or for another machine); it is not loaded here: rebuild the pack (\`cargo wop build\`)`);
+  let answer;
+  try {
+    answer = JSON.parse(r.stdout);
+  } catch {
+    const said = (r.stderr ?? '').trim().split('\n').filter((l) => l.trim() !== '').pop() ?? '';
+    throw new Error(`${tried} ended with exit code ${r.status}${said === '' ? '' : `: ${said}`}; it is not loaded here`);
+  }
+  if (answer.error !== undefined) throw new Error(`Node cannot load it: ${answer.error}`);
+  if (answer.abi !== ABI) throw new Error(`it speaks another bridge ABI (${answer.abi ?? 'none'}) than ${ABI}: rebuild the pack (\`cargo wop build\`)`);
+  try {
+    const tmp = `${proof}.${process.pid}.tmp`;
+    writeFileSync(tmp, PROOF, { mode: 0o600 });
+    renameSync(tmp, proof);
+  } catch {
+    // Not kept: the next import proves it again.
+  }
 }
 
 // The single-file form: the addon built for this platform is written once to a private file
@@ -90,13 +175,8 @@ function embeddedAddon(choices) {
   }
   const bytes = Buffer.from(chosen.base64, 'base64');
   if (sha256(bytes) !== chosen.sha256) throw new Error(`${chosen.name}: the embedded addon is corrupt (sha256 mismatch)`);
-  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
-  const dir = join(process.env.WOP_SDK_ADDON_DIR ?? tmpdir(), `wop-sdk-addons-${uid}`);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const st = lstatSync(dir);
-  if (!st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
-    throw new Error(`${dir}: not a private directory of this user; refusing to load an addon from it`);
-  }
+  forThisMachine(bytes, `its embedded addon ${chosen.name}`);
+  const dir = addonFolder();
   const path = join(dir, `${chosen.sha256}.node`);
   if (existsSync(path) && sha256(readFileSync(path)) === chosen.sha256) {
     try {
@@ -105,14 +185,14 @@ function embeddedAddon(choices) {
     } catch {
       // Not renewed: at worst it is written again after a prune.
     }
-    return path;
+    return [path, chosen.sha256];
   }
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, bytes, { mode: 0o600 });
   chmodSync(tmp, 0o500);
   renameSync(tmp, path);
   prune(dir, path);
-  return path;
+  return [path, chosen.sha256];
 }
 
 // The addon, or why there is none. Importing this module never fails: a host that imports it
@@ -130,22 +210,32 @@ function loadAddon() {
       if (!existsSync(path)) {
         throw new Error(`its addon ${ADDON.file} is missing from the pack folder (a registry install keeps only pack.json, index.mjs, schemas/, keys/ and prompts/): publish the single-file form, \`cargo wop build\` without --folder`);
       }
+      // The folder form loads its addon where it is; its digest, written here by the pack writer,
+      // names its proof in the addon folder.
+      const bytes = readFileSync(path);
+      forThisMachine(bytes, `its addon ${ADDON.file}`);
+      if (sha256(bytes) !== ADDON.sha256) {
+        throw new Error(`its addon ${ADDON.file} is not the one this index.mjs was written with (sha256 mismatch): rebuild the pack (\`cargo wop build\`)`);
+      }
+      proven(path, ADDON.sha256);
       addon = require(path);
     } else {
-      addon = require(embeddedAddon(ADDON.embedded));
+      const [path, sha] = embeddedAddon(ADDON.embedded);
+      proven(path, sha);
+      addon = require(path);
     }
+    if (typeof addon.wopAbi !== 'function' || addon.wopAbi() !== ABI) {
+      throw new Error(`it speaks another bridge ABI than ${ABI}: rebuild the pack (\`cargo wop build\`)`);
+    }
+    const offered = new Set(JSON.parse(addon.wopManifests()).flatMap((p) => (p.nodes ?? []).map((n) => n.typeId)));
+    const missing = TYPE_IDS.filter((t) => !offered.has(t));
+    if (missing.length > 0) throw new Error(`it does not export ${missing.join(', ')}: it was built from another pack`);
+    return { addon };
   } catch (e) {
     const why = e instanceof Error ? e.message : String(e);
     const abi = /NODE_MODULE_VERSION|was compiled against a different Node/.test(why) ? ' (built for another Node: rebuild with this Node)' : '';
     return { error: `__PACK__ could not load its addon: ${why}${abi}` };
   }
-  if (typeof addon.wopAbi !== 'function' || addon.wopAbi() !== ABI) {
-    return { error: `the addon of __PACK__ speaks another bridge ABI than ${ABI}: rebuild the pack (\`cargo wop build\`)` };
-  }
-  const offered = new Set(JSON.parse(addon.wopManifests()).flatMap((p) => (p.nodes ?? []).map((n) => n.typeId)));
-  const missing = TYPE_IDS.filter((t) => !offered.has(t));
-  if (missing.length > 0) return { error: `the addon does not export ${missing.join(', ')}: it was built from another pack` };
-  return { addon };
 }
 const LOADED = loadAddon();
 const addon = LOADED.addon;
@@ -276,7 +366,7 @@ function text(v) {
 }
 
 async function run(typeId, ctx) {
-  if (LOADED.error !== undefined) throw new WopNodeError(NODE_FAILED, LOADED.error);
+  if (LOADED.error !== undefined) throw new WopNodeError(ADDON_UNLOADABLE, LOADED.error);
   const config = ctx !== null && typeof ctx === 'object' && ctx.config !== null && typeof ctx.config === 'object' ? ctx.config : {};
   const timeoutMs = Number.isFinite(config.timeoutMs) && config.timeoutMs > 0 ? config.timeoutMs : DEFAULTS.timeoutMs;
   let request;

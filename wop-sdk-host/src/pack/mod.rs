@@ -31,7 +31,10 @@ use wop_sdk::manifest::{Pack, validate_manifest};
 
 mod addon;
 mod error;
+mod native;
 mod portable;
+#[cfg(test)]
+mod test_elf;
 pub use addon::PlatformAddon;
 pub use error::PackError;
 pub use portable::WOP_SDK_LINE;
@@ -77,6 +80,10 @@ pub struct PackOptions {
         arg(long = "addon-for", value_name = "PLATFORM-ARCH=FILE")
     )]
     pub other_addons: Vec<PlatformAddon>,
+    /// `addon` is the one the caller built (`cargo wop build`), not a file given with `--addon`:
+    /// errors name it as such.
+    #[cfg_attr(feature = "cli", arg(skip))]
+    pub addon_built: bool,
 }
 
 /// A pack as files: its `pack.json` (v2: `runtime {language: "javascript", entry: "index.mjs"}`,
@@ -139,26 +146,25 @@ fn js_string(s: &str) -> String {
 
 /// Writes the pack folder `options.out/<pack name>/` and answers its path.
 ///
-/// Errors name the file and the rule: a missing or empty addon (`--addon`), a manifest that
-/// breaks a v2 rule, a file that cannot be written.
+/// Errors name the file and the rule: a missing addon, or one that is not a whole native library
+/// for its platform and architecture (`--addon`, `--addon-for`), a manifest that breaks a v2
+/// rule, a file that cannot be written.
 pub fn write_pack(pack: &Pack, options: &PackOptions) -> Result<PathBuf, PackError> {
     write_pack_files(&PackFiles::of(pack), options)
 }
 
 /// Writes the pack folder of `files` (see [`write_pack`]).
 pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<PathBuf, PackError> {
+    let here = if options.addon_built {
+        format!("the addon built here ({})", options.addon.display())
+    } else {
+        format!("--addon {}", options.addon.display())
+    };
     let addon = std::fs::read(&options.addon).map_err(|e| {
         PackError::usage(format!(
-            "--addon {}: cannot read the addon: {e} (build it first, e.g. `cargo build -p <pack>-addon`)",
-            options.addon.display()
+            "{here}: cannot read the addon: {e} (build it first, e.g. `cargo build -p <pack>-addon`)"
         ))
     })?;
-    if addon.is_empty() {
-        return Err(PackError::usage(format!(
-            "--addon {}: the file is empty",
-            options.addon.display()
-        )));
-    }
     for (flag, value) in [
         ("--provider", &options.provider),
         ("--model", &options.model),
@@ -172,7 +178,7 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
             "--addon-for: only the single-file form carries addons for other platforms (the folder form is a dev mount, on this machine)",
         ));
     }
-    let carried = addon::carried(&addon, &options.other_addons)?;
+    let carried = addon::carried(&addon, &here, &options.other_addons)?;
     let name = files.name()?;
     let (manifest, node_keys) = portable::split(files.manifest.clone());
     let schemas = &files.schemas;
@@ -218,10 +224,11 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
     } else {
         write(&dir.join(&addon_file), &addon)?;
         format!(
-            "{{ file: {}, platform: {}, arch: {} }}",
+            "{{ file: {}, platform: {}, arch: {}, sha256: {} }}",
             js_string(&addon_file),
             js_string(carried[0].platform),
-            js_string(carried[0].arch)
+            js_string(carried[0].arch),
+            js_string(sha)
         )
     };
     let defaults = json!({
@@ -239,6 +246,10 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         .replace(
             "__NODE_FAILED__",
             &js_string(wop_sdk::wire::ErrorCode::NodeFailed.as_str()),
+        )
+        .replace(
+            "__ADDON_UNLOADABLE__",
+            &js_string(wop_sdk::wire::ErrorCode::AddonUnloadable.as_str()),
         );
     write(&dir.join("index.mjs"), index.as_bytes())?;
     Ok(dir)
@@ -257,6 +268,7 @@ mod tests {
             model: None,
             timeout_ms: DEFAULT_TIMEOUT_MS,
             other_addons: Vec::new(),
+            addon_built: false,
         }
     }
 
@@ -295,7 +307,14 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("dir");
         let addon = dir.join("addon.so");
-        std::fs::write(&addon, b"not really an addon").expect("addon");
+        let (x64, arm64) = (test_elf::X86_64, test_elf::AARCH64);
+        let (here, machine) = if cfg!(target_arch = "aarch64") {
+            (arm64, x64)
+        } else {
+            (x64, arm64)
+        };
+        let library = test_elf::shared_object(here, 64);
+        std::fs::write(&addon, &library).expect("addon");
         let pack =
             Pack::new("community.example.echo", "0.1.0").node(crate::conformance::EchoAttempts);
         let folder = write_pack(&pack, &options(&dir, &addon)).expect("written");
@@ -320,16 +339,15 @@ mod tests {
         let folder = write_pack(&pack, &single).expect("written");
         assert!(!folder.join("community.example.echo.node").exists());
         let index = std::fs::read_to_string(folder.join("index.mjs")).expect("index");
-        let b64 = base64::engine::general_purpose::STANDARD.encode(b"not really an addon");
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&library);
         assert!(index.contains(&b64));
         // An addon for another platform rides beside this machine's; the folder form refuses it.
-        let (p, _) = addon::node_platform();
-        let (other, machine) = if p == "linux" && std::env::consts::ARCH == "aarch64" {
-            ("linux-x64", 62_u16)
+        let other = if machine == x64 {
+            "linux-x64"
         } else {
-            ("linux-arm64", 183)
+            "linux-arm64"
         };
-        let elf = addon::elf(machine);
+        let elf = test_elf::shared_object(machine, 64);
         std::fs::write(dir.join("other.so"), &elf).expect("other");
         let two = PackOptions {
             other_addons: vec![

@@ -55,11 +55,17 @@ pub enum ErrorCode {
     /// `node_failed`).
     #[serde(rename = "wop-sdk.node_failed", alias = "node_failed")]
     NodeFailed,
+    /// The pack's native addon cannot be loaded on this host (missing, built for another
+    /// platform, architecture, Node or bridge ABI, or a file that does not load in a test
+    /// process), so every node of the pack fails at once, before any call; the host process never
+    /// loads such a file. `wop-sdk.addon_unloadable`.
+    #[serde(rename = "wop-sdk.addon_unloadable")]
+    AddonUnloadable,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::ValidationError,
         Self::CapabilityNotProvided,
         Self::EnvelopeInvalid,
@@ -71,6 +77,7 @@ impl ErrorCode {
         Self::UpstreamUnavailable,
         Self::ProtocolError,
         Self::NodeFailed,
+        Self::AddonUnloadable,
     ];
 
     /// The wire spelling, e.g. `validation_error` or `wop-sdk.budget_exhausted`.
@@ -87,6 +94,7 @@ impl ErrorCode {
             Self::UpstreamUnavailable => "wop-sdk.upstream_unavailable",
             Self::ProtocolError => "wop-sdk.protocol_error",
             Self::NodeFailed => "wop-sdk.node_failed",
+            Self::AddonUnloadable => "wop-sdk.addon_unloadable",
         }
     }
 
@@ -232,6 +240,7 @@ mod tests {
             ErrorCode::UpstreamUnavailable => 8,
             ErrorCode::ProtocolError => 9,
             ErrorCode::NodeFailed => 10,
+            ErrorCode::AddonUnloadable => 11,
         }
     }
 
