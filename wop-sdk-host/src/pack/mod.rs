@@ -180,7 +180,8 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
     }
     let carried = addon::carried(&addon, &here, &options.other_addons)?;
     let name = files.name()?;
-    let (manifest, node_keys) = portable::split(files.manifest.clone());
+    let (mut manifest, node_keys) = portable::split(files.manifest.clone());
+    portable::declare_requires(&mut manifest);
     let schemas = &files.schemas;
     let addon_file = format!("{name}.node");
     let sha = &carried[0].sha256;

@@ -41,6 +41,34 @@ pub fn split(mut manifest: Value) -> (Value, Map<String, Value>) {
     (manifest, by_node)
 }
 
+/// What the generated `index.mjs` exercises of the platform (RFC 0076 `runtime.requires`, which a
+/// sandboxing host evaluates at install time): it reads `WOP_SDK_HOST_CAPABILITIES` and
+/// `WOP_SDK_ADDON_DIR` (`env.read`), reads and writes the addon folder (`fs.read`, `fs.write`),
+/// and loads a new addon in a child Node process first (`subprocess`).
+pub const BRIDGE_REQUIRES: &[&str] = &["env.read", "fs.read", "fs.write", "subprocess"];
+
+/// Adds [`BRIDGE_REQUIRES`] to `runtime.requires` (kept sorted, each once).
+pub fn declare_requires(manifest: &mut Value) {
+    let Some(runtime) = manifest.get_mut("runtime").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let mut all: Vec<String> = runtime
+        .get("requires")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .chain(BRIDGE_REQUIRES.iter().map(|r| (*r).to_owned()))
+        .collect();
+    all.sort();
+    all.dedup();
+    runtime.insert(
+        "requires".into(),
+        Value::Array(all.into_iter().map(Value::String).collect()),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +89,23 @@ mod tests {
         assert_eq!(
             Value::Object(by_node),
             json!({"community.a.b.one": {"x-maxCalls": 4, "x-retry": {"maxAttempts": 2}}})
+        );
+    }
+
+    #[test]
+    fn the_bridges_platform_needs_are_declared_once() {
+        let mut m =
+            json!({"runtime": {"language": "javascript", "requires": ["net.outbound", "fs.read"]}});
+        declare_requires(&mut m);
+        assert_eq!(
+            m["runtime"]["requires"],
+            json!([
+                "env.read",
+                "fs.read",
+                "fs.write",
+                "net.outbound",
+                "subprocess"
+            ])
         );
     }
 }
