@@ -15,14 +15,17 @@
 //! Provider errors: a transient one (rate limit, server error, connection refused) is retried
 //! after a backoff (the server's `Retry-After` when it gave one, else exponential with jitter);
 //! a permanent one ends the call. RFC 0248 accounting of them: a request that reached the
-//! provider is an attempt (`attempts.count`, the `maxAttempts` cap) that reported no usage, so
-//! `usageComplete` is false; one that never reached it (connection refused) is not an attempt
-//! (§A.1) but still uses up the cap, so a dead server cannot keep a call looping.
+//! provider and was answered with an error status is an attempt (`attempts.count`, the
+//! `maxAttempts` cap) that generated nothing, so it has no usage to withhold (`usageComplete`
+//! stays true). A connection that never reached the provider (refused, DNS, TLS) is not a provider
+//! request (§A.1): it does not count against `maxAttempts` and takes no number; the same request
+//! is tried again under the same number. Such connections have a bound of their own, as many as
+//! the cap allows requests, so a dead server cannot keep a call looping.
 
 mod classify;
 mod types;
 
-pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal};
+pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal, Unmetered};
 
 use crate::provider::class::classify_text;
 use crate::provider::{ProviderError, ProviderReply};
@@ -45,8 +48,11 @@ pub(crate) struct RetryLoop {
     /// Shared with each provider request: a request costs no copy of them.
     messages: Arc<[Message]>,
     budget: u32,
-    /// Requests sent (reached or not): what the cap bounds.
+    /// Provider requests numbered so far (the one in flight included): what the cap bounds. A
+    /// connection that never reached the provider gives its number back.
     sent: u32,
+    /// Connections that never reached the provider: bounded by the cap, apart from `sent`.
+    unreached: u32,
     /// Requests that reached the provider: `attempts.count`.
     count: u32,
     transient_errors: u32,
@@ -93,6 +99,7 @@ impl RetryLoop {
             backoff,
             messages: messages.into(),
             sent: 0,
+            unreached: 0,
             count: 0,
             transient_errors: 0,
             delay: Duration::ZERO,
@@ -157,14 +164,27 @@ impl RetryLoop {
         checks: &mut impl ReplyChecks,
         emit: &mut impl FnMut(Signal),
     ) -> Option<End> {
-        if let Ok(reply) = &answer {
-            // A reply: an attempt, and a generation the user is charged for.
-            self.count += 1;
-            self.generations += 1;
-            match reply.usage.and_then(|u| u.output_tokens) {
-                Some(n) => self.output_tokens += n,
-                None => self.usage_complete = false,
+        match &answer {
+            Ok(reply) => {
+                // A reply: an attempt, and a generation the user is charged for.
+                self.count += 1;
+                self.generations += 1;
+                match reply.usage.and_then(|u| u.output_tokens) {
+                    Some(n) => self.output_tokens += n,
+                    None => self.usage_complete = false,
+                }
+                emit(metered(reply, self.sent));
             }
+            Err(ProviderError::Failed(_) | ProviderError::Transient { reached: true, .. }) => {
+                emit(Signal::Unmetered {
+                    model: None,
+                    attempt: self.sent,
+                    input_tokens: None,
+                    output_tokens: None,
+                    why: Unmetered::ErrorStatus,
+                });
+            }
+            Err(_) => {}
         }
         let miss = match classify(answer, self.mode, checks, emit) {
             Verdict::Accepted(accepted) => return Some(End::Completed(accepted)),
@@ -190,9 +210,25 @@ impl RetryLoop {
                 cause,
             } => {
                 if reached {
-                    // An attempt that reported no usage (RFC 0248 §A.2).
+                    // An attempt answered with an error: it generated nothing, so there is no
+                    // usage it withheld (RFC 0248 §A.2 is about replies).
                     self.count += 1;
-                    self.usage_complete = false;
+                } else {
+                    // Not a provider request (§A.1): its number is given back, and the same
+                    // request is tried again, within a bound of its own.
+                    self.sent -= 1;
+                    self.unreached += 1;
+                    let reason = Miss::Provider(String::new()).reason();
+                    if !self.reasons.contains(&reason) {
+                        self.reasons.push(reason);
+                    }
+                    self.last_miss = Some(Miss::Provider(cause.clone()));
+                    if self.unreached >= self.plan.requests {
+                        return Some(self.unreachable(emit));
+                    }
+                    self.transient_errors += 1;
+                    self.delay = self.backoff_delay(retry_after);
+                    return None;
                 }
                 if !transient {
                     return Some(End::Failed {
@@ -250,6 +286,39 @@ impl RetryLoop {
         }
         self.last_miss = Some(miss);
         None
+    }
+
+    /// The end of a call whose connections failed to reach the provider as often as the cap
+    /// allows requests: the attempts made before, if any, are exhausted (`retry-exhausted`), and
+    /// the message counts both.
+    fn unreachable(&mut self, emit: &mut impl FnMut(Signal)) -> End {
+        let connections = match self.unreached {
+            1 => "1 connection".to_owned(),
+            n => format!("{n} connections"),
+        };
+        let End::Failed {
+            code,
+            message,
+            cause,
+        } = self.exhausted(emit)
+        else {
+            unreachable!("exhausted always fails")
+        };
+        let message = if self.count == 0 {
+            let advice = classify_text(&cause).what_to_check();
+            format!("no request reached the provider ({connections} failed): {advice}")
+        } else {
+            format!(
+                "{message}; {connections} never reached the provider (not counted against \
+                 maxAttempts, which bounds provider requests: {} made)",
+                self.count
+            )
+        };
+        End::Failed {
+            code,
+            message,
+            cause,
+        }
     }
 
     fn exhausted(&mut self, emit: &mut impl FnMut(Signal)) -> End {
@@ -333,10 +402,16 @@ impl RetryLoop {
         self.count
     }
 
-    /// Requests sent, reached or not (what the journal announced).
+    /// Provider requests numbered (what the journal announced).
     #[cfg(test)]
     pub(crate) fn sent(&self) -> u32 {
         self.sent
+    }
+
+    /// Connections that never reached the provider.
+    #[cfg(test)]
+    pub(crate) fn unreached(&self) -> u32 {
+        self.unreached
     }
 
     /// Output tokens summed over the attempts that reported them.
@@ -352,6 +427,32 @@ impl RetryLoop {
     /// Replies generated (charged).
     pub(crate) fn generations(&self) -> u32 {
         self.generations
+    }
+}
+
+/// The usage signal of a reply to request `attempt`: `provider.usage` when the reply reported
+/// both token counts, else what it did report (never a number nobody measured).
+fn metered(reply: &ProviderReply, attempt: u32) -> Signal {
+    let model = reply.model.clone().unwrap_or_default();
+    match reply.usage {
+        Some(usage) if usage.input_tokens.is_some() && usage.output_tokens.is_some() => {
+            Signal::Usage {
+                model,
+                usage,
+                output_tokens: usage.output_tokens.unwrap_or_default(),
+            }
+        }
+        usage => Signal::Unmetered {
+            model: Some(model),
+            attempt,
+            input_tokens: usage.and_then(|u| u.input_tokens),
+            output_tokens: usage.and_then(|u| u.output_tokens),
+            why: if usage.and_then(|u| u.output_tokens).is_some() {
+                Unmetered::InputUnknown
+            } else {
+                Unmetered::Withheld
+            },
+        },
     }
 }
 
