@@ -33,7 +33,7 @@ pub(crate) fn status(
     // The class first, never redacted (it is ours); the server's words after it, the key cut
     // out where it stands as a key, or not kept at all when the key is too short to be told
     // from text.
-    let marker = if status.is_client_error() && names_credentials(&excerpt) {
+    let marker = if matches!(status.as_u16(), 400 | 422) && names_credentials(&excerpt) {
         CREDENTIALS_MARKER
     } else {
         ""
@@ -191,7 +191,6 @@ fn names_credentials(body: &str) -> bool {
         "auth_error",
         "unauthorized",
         "invalid token",
-        "bearer",
         "credential",
     ]
     .iter()
