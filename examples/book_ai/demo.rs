@@ -61,8 +61,8 @@ pub fn demo_brief() -> BookBrief {
 pub struct Options {
     /// Also write the picture (an SVG file).
     pub report: Option<std::path::PathBuf>,
-    /// The report as JSON on standard output ([`BookReport::to_json`]); progress on standard
-    /// error.
+    /// The report as JSON on standard output ([`BookReport::to_json`]) instead of text; the
+    /// estimate and progress go to standard error either way.
     pub json: bool,
     /// Tracing on standard error (`-v` info, `-vv` debug, `-vvv` trace; `RUST_LOG` wins).
     pub verbose: u8,
@@ -91,12 +91,9 @@ pub async fn main(
     wop_sdk_host::cli::install_tracing(verbose);
     let brief = demo_brief();
     let journal: Arc<dyn Journal> = Arc::new(MemoryJournal::new());
-    // With --json standard output is the report alone: progress goes to standard error.
-    let progress = if json {
-        Progress::stderr()
-    } else {
-        Progress::stdout()
-    };
+    // As `run`: the estimate and the progress on standard error, the report on standard output
+    // (text, or with --json the report alone).
+    let progress = Progress::stderr();
     let result = match provider {
         Some((p, native)) => {
             let fit = p.clone();

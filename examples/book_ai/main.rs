@@ -16,23 +16,50 @@
 use book_ai::{demo, pack};
 use std::process::ExitCode;
 
+/// Whether `args` are only the demo's flags: `--json`, `-v`/`-vv`/`--verbose`, `--report FILE`.
+fn demo_flags_only(args: &[String]) -> bool {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" | "--verbose" => {}
+            "--report" => {
+                if it.next().is_none() {
+                    return false;
+                }
+            }
+            v if v.starts_with("--report=") => {}
+            v if v.len() > 1 && v.starts_with('-') && !v.starts_with("--") => {
+                if !v[1..].chars().all(|c| c == 'v') {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    // No arguments: the demo; `--report FILE.svg`: the demo and its picture; `run` without
-    // `--node`: the demo with the provider flags of `run` (and `--report`). Any other arguments:
-    // this binary is the pack's command line.
+    // No arguments, or only the demo's flags (`--json`, `-v`, `--report FILE.svg`): the demo;
+    // `run` without `--node`: the demo with the provider flags of `run` (and the demo's flags).
+    // Any other arguments: this binary is the pack's command line.
+    let tail: &[String] = args.get(1..).unwrap_or_default();
     let demo_run = args.get(1).map(String::as_str) == Some("run")
         && !args
             .iter()
             .any(|a| a == "--node" || a.starts_with("--node=") || a == "--help" || a == "-h");
+    // The demo's own flags alone (`--json`, `-v`, `--report FILE`): the demo, as `run` takes them.
+    let demo_flags = !tail.is_empty() && demo_flags_only(tail);
     let mut options = demo::Options::default();
-    let flags: Vec<String> = match &args[1..] {
+    let flags: Vec<String> = match tail {
         [] => Vec::new(),
         [flag, path] if flag == "--report" => {
             options.report = Some(path.into());
             Vec::new()
         }
-        [_, rest @ ..] if demo_run => {
+        rest if demo_flags || demo_run => {
+            let rest = if demo_run { &rest[1..] } else { rest };
             // `--report`, `--json` and `-v` are the demo's, as they are `run`'s; the rest are
             // the provider flags of `run`.
             let mut flags = Vec::new();

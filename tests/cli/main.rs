@@ -1,6 +1,7 @@
 //! Every subcommand of the pack command line, through the real `book_ai` example binary (built
 //! by the same cargo: `tests/support/book_ai_example.rs`).
 
+mod agreement;
 mod run_output;
 mod subcommands;
 mod terminal;

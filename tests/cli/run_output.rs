@@ -89,11 +89,11 @@ fn a_failed_call_shows_what_was_reserved_and_what_was_sent_never_a_made_up_zero(
         "{text}"
     );
     assert!(
-        text.contains("received by the provider: 3 requests, 4400 output tokens"),
+        text.contains("sent to the provider: 3 requests (3 answered), 4400 output tokens"),
         "{text}"
     );
     assert!(!text.contains(" 0 output tokens"), "{text}");
-    assert!(stderr(&o).contains("host retries exhausted after 3 attempts"));
+    assert!(stderr(&o).contains("host retries exhausted after 3 provider requests"));
 }
 
 #[test]

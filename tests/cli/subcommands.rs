@@ -7,7 +7,8 @@ use super::*;
 fn without_arguments_the_demo_runs_and_exits_0() {
     let o = run(&[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let out = stdout(&o);
+    // The estimate and progress on standard error, the report on standard output.
+    let out = format!("{}{}", stderr(&o), stdout(&o));
     for expected in [
         "Estimate (host ceiling 3",
         "w/o 0248: a host without callAccounting, each structured call charged 4",

@@ -186,6 +186,11 @@ async fn the_demo_run_takes_verbose_and_json() {
         v["billed"]["author-1"]["outputTokensComplete"], false,
         "{v:#}"
     );
+    // Each person's bill by their own calls: the editor's one call reported its usage.
+    assert_eq!(
+        v["billed"]["editor-7"]["outputTokensComplete"], true,
+        "{v:#}"
+    );
     for needle in ["wop.provider.request", "outline: started"] {
         assert!(stderr.contains(needle), "`{needle}` missing:\n{stderr}");
     }

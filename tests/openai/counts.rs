@@ -96,7 +96,9 @@ async fn refused_connections_are_not_received_and_say_to_check_the_base_url() {
     let (code, stdout, stderr) = run_outline(&base, &[]).await;
     assert_eq!(code, Some(1));
     assert!(
-        stdout.contains("received by the provider: 0 requests; never reached the provider:"),
+        stdout.contains(
+            "sent to the provider: 0 requests; never reached the provider: 3 connections"
+        ),
         "{stdout}"
     );
     assert!(
@@ -129,7 +131,10 @@ async fn a_server_stopped_mid_run_is_counted_as_it_logged() {
     let p = &v["outcome"]["provider"];
     assert_eq!(p["requests"], server.received().len(), "{v:#}");
     assert_eq!(p["requests"], 2, "{v:#}");
-    assert_eq!(p["notSent"], 1, "the third request found nothing: {v:#}");
+    assert_eq!(
+        p["notSent"], 3,
+        "the third request found nothing, three times (the cap bounds them apart): {v:#}"
+    );
     assert_eq!(p["outputTokens"], 5, "{v:#}");
     // The reasons that happened, and what to check for the last.
     let message = v["outcome"]["error"]["message"]
@@ -150,8 +155,8 @@ async fn a_server_stopped_mid_run_is_counted_as_it_logged() {
     assert_eq!(server.received().len(), 2);
     assert!(
         stdout.contains(
-            "received by the provider: 2 requests (1 answered with an error), at least 5 output \
-             tokens (usage unknown for some); never reached the provider: 1 request"
+            "sent to the provider: 2 requests (2 answered, 1 with an error status), 5 output \
+             tokens; never reached the provider: 3 connections"
         ),
         "{stdout}"
     );
@@ -160,7 +165,7 @@ async fn a_server_stopped_mid_run_is_counted_as_it_logged() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("host retries exhausted after 2 attempts that reached the provider"),
+        stderr.contains("host retries exhausted after 2 provider requests"),
         "{stderr}"
     );
 }
@@ -199,7 +204,7 @@ async fn rate_limits_with_and_without_retry_after_wait_say_so_and_count_as_logge
     assert!(waits[0].ends_with("wait_ms=1000 request=2"), "{stderr}");
     assert!(waits[1].ends_with("request=3"), "{stderr}");
     assert!(
-        stdout.contains("received by the provider: 3 requests (2 answered with an error)"),
+        stdout.contains("sent to the provider: 3 requests (3 answered, 2 with an error status)"),
         "{stdout}"
     );
     assert!(
@@ -226,7 +231,7 @@ async fn a_reply_without_usage_is_null_not_zero() {
     let (_, stdout, _) = run_outline(&server.base_url(), &[]).await;
     assert!(
         stdout.contains(
-            "received by the provider: 1 request, output tokens unknown (no reply reported its usage)"
+            "sent to the provider: 1 request (1 answered), output tokens unknown (no reply reported its usage)"
         ),
         "{stdout}"
     );
@@ -286,8 +291,8 @@ async fn timeout_flag_ends_a_silent_request_as_unknown() {
     );
     assert!(
         stdout.contains(
-            "received by the provider: 0 requests, output tokens unknown (no reply reported its \
-             usage); sent with no answer (whether the provider received it is unknown): 1 request"
+            "sent to the provider: 1 request (0 answered, 1 with no answer (the provider may \
+             have received it)), output tokens unknown (no reply reported its usage)"
         ),
         "{stdout}"
     );

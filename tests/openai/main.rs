@@ -15,7 +15,9 @@ mod finish_reason;
 mod legs_over_http;
 mod provider_failures;
 mod provider_requests;
+mod read_right;
 mod request_span;
+mod three_views;
 mod through_host;
 
 use wop_sdk_test_support::openai_server as server;

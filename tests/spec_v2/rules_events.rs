@@ -227,6 +227,39 @@ pub(crate) fn event_problems(e: &Value) -> Vec<String> {
                 &mut out,
             );
         }
+        // This host's event for a provider request without `provider.usage` (its usage not
+        // wholly known): only the figures the provider reported.
+        "x-host-wop-sdk.provider-request" => {
+            need(
+                string("nodeId") && string("provider"),
+                "nodeId and provider",
+            );
+            need(
+                ["withheld", "input-tokens-unknown", "error-status"]
+                    .contains(&p["usage"].as_str().unwrap_or("")),
+                "usage: withheld, input-tokens-unknown or error-status",
+            );
+            need(
+                ["inputTokens", "outputTokens", "attempt"]
+                    .iter()
+                    .all(|k| !has(k) || p[*k].is_u64()),
+                "figures are integers when present",
+            );
+            closed(
+                payload,
+                "payload",
+                &[
+                    "nodeId",
+                    "provider",
+                    "model",
+                    "attempt",
+                    "usage",
+                    "inputTokens",
+                    "outputTokens",
+                ],
+                &mut out,
+            );
+        }
         other => out.push(format!("type {other}: not a type this SDK writes")),
     }
     out

@@ -190,7 +190,12 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
 impl Server {
     /// Binds 127.0.0.1 on a free port and serves.
     pub async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::start_on(TcpListener::bind("127.0.0.1:0").await.expect("bind"))
+    }
+
+    /// Serves on `listener`: e.g. a socket bound earlier and not listening until now, so that
+    /// connections to its port were refused before.
+    pub fn start_on(listener: TcpListener) -> Self {
         let addr = listener.local_addr().expect("addr");
         let state = Arc::new(Mutex::new(State::default()));
         let shared = Arc::clone(&state);

@@ -89,9 +89,8 @@ impl NodeRun {
         ChartRow {
             node_id: self.outcome.node_id.clone(),
             estimate_requests: self.estimate.requests,
-            requests: u32::try_from(self.provider_requests)
-                .ok()
-                .filter(|_| self.provider_unanswered == 0),
+            requests: u32::try_from(self.provider_requests + self.provider_unanswered).ok(),
+            requests_no_answer: u32::try_from(self.provider_unanswered).unwrap_or(u32::MAX),
             estimate_output_tokens: self.estimate.output_tokens,
             output_tokens: self.output_tokens(),
             output_tokens_floor: !self.usage_complete(),
@@ -114,6 +113,9 @@ pub struct BookReport {
     /// The user's bill per beneficiary, from the host's ledger: (generations, output tokens; the
     /// tokens are a floor when a node's usage is not known complete).
     pub charges: BTreeMap<String, (u32, u64)>,
+    /// The beneficiaries whose output tokens are a floor: one of the calls charged to them
+    /// reported no complete usage. Each person's own calls decide, not the run's.
+    pub charges_floor: std::collections::BTreeSet<String>,
     /// What the provider was sent, to compare its own record with the report.
     pub provider: Sent,
     /// The book as far as it got.
@@ -135,7 +137,6 @@ impl BookReport {
     /// beneficiary (`outputTokensComplete: false` when the tokens are a floor).
     pub fn to_json(&self) -> serde_json::Value {
         use serde_json::json;
-        let floor = self.nodes.iter().any(|n| !n.usage_complete());
         let nodes: Vec<_> = self
             .nodes
             .iter()
@@ -168,7 +169,7 @@ impl BookReport {
                 (
                     who.clone(),
                     json!({"generations": generations, "outputTokens": tokens,
-                           "outputTokensComplete": !floor}),
+                           "outputTokensComplete": !self.charges_floor.contains(who)}),
                 )
             })
             .collect();
@@ -302,10 +303,9 @@ impl fmt::Display for BookReport {
             "\nBilled per beneficiary (what the user is charged; the budget column above is the \
              nodes' own limit)"
         )?;
-        let floor = self.nodes.iter().any(|n| !n.usage_complete());
         for (who, (generations, tokens)) in &self.charges {
             let plural = if *generations == 1 { "" } else { "s" };
-            let tokens = figure(Some(*tokens), floor);
+            let tokens = figure(Some(*tokens), self.charges_floor.contains(who));
             writeln!(
                 f,
                 "  {who:<10} {generations} generation{plural}, {tokens} output tokens"

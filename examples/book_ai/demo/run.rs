@@ -178,6 +178,7 @@ async fn run_book_on(
             estimate,
             nodes: Vec::new(),
             charges: BTreeMap::new(),
+            charges_floor: std::collections::BTreeSet::new(),
             provider: sent,
             outline: None,
             drafts: Vec::new(),
@@ -222,6 +223,23 @@ async fn run_book_on(
             .await
             .map(|m| m.into_iter().collect())
             .unwrap_or_default();
+        // A person's bill is a floor when one of the calls charged to them is: their own calls
+        // decide, from the ledger's rows and each call's report.
+        let rows = book.host.ledger(Some(&run_id)).await.unwrap_or_default();
+        report.charges_floor = rows
+            .iter()
+            .filter(|row| {
+                let complete = report
+                    .nodes
+                    .iter()
+                    .filter(|n| n.outcome.node_id == row.node_id)
+                    .flat_map(|n| &n.outcome.calls)
+                    .find(|c| c.call_index == row.call_index)
+                    .and_then(|c| c.usage_complete);
+                complete != Some(true)
+            })
+            .flat_map(|row| row.charge.beneficiaries.iter().cloned())
+            .collect();
         report.run_id = run_id;
     }
     Ok(report)

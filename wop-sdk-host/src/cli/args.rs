@@ -111,8 +111,10 @@ pub(super) enum Command {
         /// Record the legs' runs in this SQLite journal (created when missing); in memory otherwise.
         #[arg(long, value_name = "PATH")]
         journal: Option<PathBuf>,
-        /// Advertise neither `callAccounting` flag: every leg is then skipped by design, which
-        /// passes (exit 0).
+        /// Advertise neither `callAccounting` flag: every leg is then skipped, as RFC 0248 §C
+        /// wants of such a host. That is the expected answer: `result` is `skipped-by-design`
+        /// and the exit code 0, while `allPassed` stays false (no leg was judged, so none
+        /// passed). Any leg that is not skipped then fails the command (exit 1).
         #[arg(long)]
         older_host: bool,
         /// Print JSON.

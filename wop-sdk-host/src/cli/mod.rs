@@ -16,7 +16,8 @@
 //! ```
 //!
 //! Exit codes: 0 success; 1 a run that failed or would not fit its budget, or a conformance leg
-//! that did not pass; 2 a usage error (bad argument, unreadable or invalid input file). Every
+//! that did not pass (under `--older-host` every leg skipped is the expected answer: `result`
+//! `skipped-by-design`, exit 0, `allPassed` false); 2 a usage error (bad argument, unreadable or invalid input file). Every
 //! error about a file names the file, the field and the rule. A closed standard output (`| head`)
 //! is not an error: the command finishes quietly.
 //!

@@ -66,12 +66,16 @@ pub(super) fn print_json(out: &mut dyn Write, v: &impl Serialize) -> io::Result<
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sent {
+    /// Requests written to the provider: those it answered and those with no answer
+    /// (`requests + noAnswer`). Connections that never reached it are not here (`notSent`).
+    pub sent: u32,
     /// Requests the provider answered (a reply or an error status): known to have reached it.
     pub requests: u32,
     /// Of those, requests the provider answered with an error (no reply to use).
     pub failed: u32,
-    /// Requests sent that got no answer (a timeout, a connection closed after sending): whether
-    /// the provider received them, and generated anything, is unknown. Not in `requests`.
+    /// Requests sent that got no answer (a timeout, a connection closed after sending): the
+    /// provider may have received them, and generated something; nobody knows. In `sent`, not
+    /// in `requests`.
     pub no_answer: u32,
     /// Requests that never reached the provider (connection refused, DNS, TLS handshake): not
     /// received, not in `requests`.
@@ -79,8 +83,8 @@ pub struct Sent {
     /// Output tokens the replies reported, summed; `null` when requests were received and no
     /// reply reported its output tokens (unknown, never 0).
     pub output_tokens: Option<u64>,
-    /// False when a reply withheld its usage or a request got no reply: `output_tokens` is then
-    /// a floor.
+    /// False when a reply withheld its usage or a request got no answer: `output_tokens` is then
+    /// a floor. An error status generated nothing and withholds nothing.
     pub usage_complete: bool,
 }
 
@@ -120,15 +124,18 @@ impl SentLog {
         match answer {
             Err(e) if e.never_sent() => s.not_sent += 1,
             Err(ProviderError::NoAnswer(_)) => {
+                s.sent += 1;
                 s.no_answer += 1;
                 reported(s, None);
             }
             Err(_) => {
+                // An error status: received, and nothing generated (no usage to withhold).
+                s.sent += 1;
                 s.requests += 1;
                 s.failed += 1;
-                reported(s, None);
             }
             Ok(reply) => {
+                s.sent += 1;
                 s.requests += 1;
                 reported(s, reply.usage.and_then(|u| u.output_tokens));
             }

@@ -40,10 +40,21 @@ pub fn progress_line(e: &RunEvent) -> Option<String> {
             text("reason")
         ),
         kind::RETRY_EXHAUSTED => format!(
-            "{node}: host retries exhausted after {} attempts that reached the provider ({})",
+            "{node}: host retries exhausted after {} provider requests ({})",
             num("totalAttempts"),
             text("finalReason")
         ),
+        // A reply that reported its output tokens and not its input tokens: no `provider.usage`
+        // (its two figures are required), so the line is here. Other requests without usage
+        // get theirs from the provider's answer ([`super::reply_line`]).
+        crate::local::PROVIDER_REQUEST
+            if p.get("usage").and_then(Value::as_str) == Some("input-tokens-unknown") =>
+        {
+            format!(
+                "{node}: provider request answered, {} output tokens (input tokens unknown)",
+                num("outputTokens")
+            )
+        }
         kind::REFUSAL => format!("{node}: the provider refused"),
         kind::NL_TO_FORMAT_ENGAGED => format!("{node}: natural-language fallback engaged"),
         kind::NODE_COMPLETED => format!("{node}: completed"),

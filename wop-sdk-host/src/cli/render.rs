@@ -202,34 +202,38 @@ pub(super) fn render_outcome(
     Ok(())
 }
 
-/// What the provider itself received, in words: requests it answered (known received; of which
-/// answered with an error), the output tokens (`unknown` when no reply reported them, `at least`
-/// when some did not), requests sent with no answer (whether received is unknown) and requests
-/// that never reached it.
+/// What the provider itself was sent, in words: requests sent, of which answered (received;
+/// some with an error) and with no answer (the provider may have received them: nobody knows),
+/// the output tokens (`unknown` when no reply reported them, `at least` when some did not), and
+/// connections that never reached it (not received, not provider requests).
 pub(super) fn sent_summary(s: &Sent) -> String {
-    if s.requests == 0 && s.not_sent == 0 && s.no_answer == 0 {
+    if s.sent == 0 && s.not_sent == 0 {
         return "sent to the provider: nothing".to_owned();
     }
-    let mut text = format!("received by the provider: {}", requests(s.requests));
-    if s.failed > 0 {
-        text.push_str(&format!(" ({} answered with an error)", s.failed));
-    }
-    text.push_str(&match (s.output_tokens, s.usage_complete) {
-        _ if s.requests == 0 && s.no_answer == 0 => String::new(),
-        (Some(n), true) => format!(", {n} output tokens"),
-        (Some(n), false) => format!(", at least {n} output tokens (usage unknown for some)"),
-        (None, _) => ", output tokens unknown (no reply reported its usage)".to_owned(),
-    });
-    if s.no_answer > 0 {
-        text.push_str(&format!(
-            "; sent with no answer (whether the provider received it is unknown): {}",
-            requests(s.no_answer)
-        ));
+    let mut text = format!("sent to the provider: {}", requests(s.sent));
+    if s.sent > 0 {
+        let mut parts = vec![format!("{} answered", s.requests)];
+        if s.failed > 0 {
+            parts.push(format!("{} with an error status", s.failed));
+        }
+        if s.no_answer > 0 {
+            parts.push(format!(
+                "{} with no answer (the provider may have received it)",
+                s.no_answer
+            ));
+        }
+        text.push_str(&format!(" ({})", parts.join(", ")));
+        text.push_str(&match (s.output_tokens, s.usage_complete) {
+            (Some(n), true) => format!(", {n} output tokens"),
+            (Some(n), false) => format!(", at least {n} output tokens (usage unknown for some)"),
+            (None, _) => ", output tokens unknown (no reply reported its usage)".to_owned(),
+        });
     }
     if s.not_sent > 0 {
+        let n = s.not_sent;
         text.push_str(&format!(
-            "; never reached the provider: {}",
-            requests(s.not_sent)
+            "; never reached the provider: {n} connection{} (not received, not provider requests)",
+            if n == 1 { "" } else { "s" }
         ));
     }
     text

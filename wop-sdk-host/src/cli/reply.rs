@@ -8,8 +8,10 @@ use std::time::Duration;
 /// its usage (no `provider.usage` follows it) or a request the provider failed. `None` for a
 /// reply with usage, whose `provider.usage` event has the line.
 ///
-/// Requests are numbered as the host sent them (`request.attempt`), attempts as RFC 0248 counts
-/// them (only requests that reached the provider): a request that never reached it says so.
+/// Requests are numbered as RFC 0248 counts attempts (`request.attempt`, the number
+/// `attempts.count`, `envelope.retry-*` and the trace's `wop.attempt` use): a connection that
+/// never reached the provider is not a provider request, takes no number of its own and does not
+/// count against `maxAttempts`; the request is tried again under the same number.
 /// The provider's error text is private to the host's diagnostics (and `-v`) and is never shown
 /// here: only its class (`HTTP 404`, `refused`, `tls`, `timeout` …).
 pub fn reply_line(
@@ -23,7 +25,8 @@ pub fn reply_line(
             "{node}: provider request answered, output tokens unknown (the reply withheld its usage)"
         )),
         Err(e) if e.never_sent() => Some(format!(
-            "{node}: request {} never reached the provider ({}): not received, not an attempt",
+            "{node}: request {} never reached the provider ({}): not received, not an attempt, \
+             not counted against maxAttempts",
             request.attempt,
             e.class()
         )),

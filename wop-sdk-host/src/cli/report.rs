@@ -16,8 +16,10 @@ pub struct ChartRow {
     pub node_id: String,
     /// Worst-case provider requests (the estimate).
     pub estimate_requests: u32,
-    /// Provider requests really sent; `None` when unknown.
+    /// Provider requests really sent (answered or not); `None` when unknown.
     pub requests: Option<u32>,
+    /// Of `requests`, those that got no answer (a timeout): the provider may have received them.
+    pub requests_no_answer: u32,
     /// Worst-case output tokens (the estimate).
     pub estimate_output_tokens: u64,
     /// Output tokens reported; `None` when unknown.
@@ -257,6 +259,10 @@ impl Chart {
                 let label = match (f.budget, f.estimate, f.floor, f.held_back) {
                     (true, Some(m), _, _) => format!("{v} of {m}"),
                     (_, _, true, _) => format!("at least {v} (usage withheld)"),
+                    _ if f.no_answer > 0 => format!(
+                        "{v} sent, {} with no answer (the provider may have received it)",
+                        f.no_answer
+                    ),
                     (_, _, _, 1) => format!("{v} (1 call held back by the budget)"),
                     (_, _, _, n) if n > 1 => format!("{v} ({n} calls held back by the budget)"),
                     _ => v.to_string(),
@@ -297,6 +303,7 @@ impl Metric {
                 floor: false,
                 budget: false,
                 held_back: r.held_back,
+                no_answer: r.requests_no_answer,
             },
             Self::OutputTokens => Pair {
                 estimate: Some(r.estimate_output_tokens),
@@ -304,6 +311,7 @@ impl Metric {
                 floor: r.output_tokens_floor,
                 budget: false,
                 held_back: 0,
+                no_answer: 0,
             },
             Self::Budget => Pair {
                 estimate: r.max_calls.map(u64::from),
@@ -311,6 +319,7 @@ impl Metric {
                 floor: false,
                 budget: true,
                 held_back: 0,
+                no_answer: 0,
             },
         }
     }
@@ -324,6 +333,8 @@ struct Pair {
     budget: bool,
     /// Calls held back by the budget, said beside the requests bar.
     held_back: u32,
+    /// Requests with no answer, said beside the requests bar.
+    no_answer: u32,
 }
 
 #[cfg(test)]
@@ -338,6 +349,7 @@ mod tests {
                 node_id: "n<1>".into(),
                 estimate_requests: 3,
                 requests: None,
+                requests_no_answer: 0,
                 estimate_output_tokens: 100,
                 output_tokens: Some(40),
                 output_tokens_floor: true,

@@ -74,8 +74,9 @@ fn chart_of(o: &NodeOutcome, estimate: &Estimate, sent: Sent, type_id: &str) -> 
         rows: vec![report::ChartRow {
             node_id: o.node_id.clone(),
             estimate_requests: e.map_or(0, |n| n.requests),
-            // A request with no answer may or may not have been received: the count is unknown.
-            requests: (sent.no_answer == 0).then_some(sent.requests),
+            // Requests sent; those with no answer may or may not have been received (said so).
+            requests: Some(sent.sent),
+            requests_no_answer: sent.no_answer,
             estimate_output_tokens: e.map_or(0, |n| n.output_tokens),
             output_tokens: sent.output_tokens,
             output_tokens_floor: !sent.usage_complete,

@@ -289,9 +289,14 @@ impl Call<'_> {
         if self.sink.is_some() {
             events.last_chunk(None);
         }
+        // The class of what happened (timed out, connection broken), then what it means.
         let public = ErrorEnvelope::new(
             ErrorCode::UpstreamUnavailable,
-            "the outcome of the provider dispatch is unknown; the call is not repeated and not billed to the user",
+            format!(
+                "{}; the request was sent and no answer came, so the provider may have received \
+                 it: the outcome is unknown, the call is not repeated and not billed to the user",
+                crate::provider::class::classify_text(&cause).what_to_check()
+            ),
         );
         Finished {
             outcome: Outcome::Failed {

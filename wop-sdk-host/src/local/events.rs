@@ -1,7 +1,7 @@
 //! The events the local host emits, in one place: the live observer (progress lines) and the
 //! payloads of a call's events, buffered for the journal's terminal transaction.
 
-use super::retry::Signal;
+use super::retry::{Signal, Unmetered};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use wop_sdk::host::RunId;
@@ -9,6 +9,14 @@ use wop_sdk::wire::{
     Event, FinishReason, NlToFormatEngaged, ProviderUsage, Refusal, RetryAttempted, RetryExhausted,
     RunEvent, Truncated, Usage,
 };
+
+/// This host's event for a provider request that reached the provider and has no
+/// `provider.usage` (a reply that withheld its usage or its input tokens, or an error status):
+/// with `provider.usage` it makes one event per provider request, so the events count them.
+/// `provider.usage` requires `inputTokens` and `outputTokens` as the provider reported them, and
+/// RFC 0248 leaves a request without usage to the host ("a `usage: false` attempt emits no
+/// `provider.usage`"): this host says so in an event of its own rather than write a 0.
+pub const PROVIDER_REQUEST: &str = "x-host-wop-sdk.provider-request";
 
 /// `output.chunk` (OpenWOP v2 `outputChunk`): streamed output of an AI call.
 pub(crate) const OUTPUT_CHUNK: &str = "output.chunk";
@@ -67,16 +75,61 @@ impl<'a> CallEvents<'a> {
         self.node_id.to_owned()
     }
 
-    /// `provider.usage`: exactly one per provider request that reported usage.
+    /// `provider.usage`: one per provider request whose reply reported both token counts (the
+    /// v2 payload requires both, as the provider reported them).
     pub(crate) fn usage(&mut self, model: String, usage: &Usage, output_tokens: u64) {
+        let Some(input_tokens) = usage.input_tokens else {
+            return self.unmetered(
+                Some(model),
+                0,
+                None,
+                Some(output_tokens),
+                Unmetered::InputUnknown,
+            );
+        };
         self.emit(Event::ProviderUsage(ProviderUsage {
             provider: self.provider.to_owned(),
             model,
-            input_tokens: usage.input_tokens.unwrap_or(0),
+            input_tokens,
             output_tokens,
             total_tokens: usage.total_tokens,
             node_id: Some(self.node()),
         }));
+    }
+
+    /// [`PROVIDER_REQUEST`]: a provider request that reached the provider and has no
+    /// `provider.usage`, because its usage is not wholly known. Only the figures the provider
+    /// reported are written; `usage` says why the rest are missing (`withheld`,
+    /// `input-tokens-unknown`, `error-status`).
+    pub(crate) fn unmetered(
+        &mut self,
+        model: Option<String>,
+        attempt: u32,
+        input_tokens: Option<u64>,
+        output_tokens: Option<u64>,
+        why: Unmetered,
+    ) {
+        let mut p = json!({
+            "nodeId": self.node_id,
+            "provider": self.provider,
+            "usage": why.as_str(),
+        });
+        if let Some(m) = model.filter(|m| !m.is_empty()) {
+            p["model"] = json!(m);
+        }
+        if attempt > 0 {
+            p["attempt"] = json!(attempt);
+        }
+        if let Some(n) = input_tokens {
+            p["inputTokens"] = json!(n);
+        }
+        if let Some(n) = output_tokens {
+            p["outputTokens"] = json!(n);
+        }
+        self.emit(Event::Other {
+            kind: PROVIDER_REQUEST.to_owned(),
+            payload: p,
+        });
     }
 
     /// `envelope.truncated`: the reply stopped at the request's token budget (`max_tokens`).
@@ -179,6 +232,13 @@ impl<'a> CallEvents<'a> {
                 usage,
                 output_tokens,
             } => return self.usage(model, &usage, output_tokens),
+            Signal::Unmetered {
+                model,
+                attempt,
+                input_tokens,
+                output_tokens,
+                why,
+            } => return self.unmetered(model, attempt, input_tokens, output_tokens, why),
             Signal::Truncated {
                 model,
                 output_tokens,
@@ -231,7 +291,8 @@ mod tests {
             events.signal(Signal::RetryExhausted { total: 3, reason });
         }
         events.signal(Signal::FallbackEngaged);
-        assert_eq!(events.buffer.len(), 16);
+        events.unmetered(None, 2, None, None, Unmetered::ErrorStatus);
+        assert_eq!(events.buffer.len(), 17);
         for event in &events.buffer {
             assert_eq!(event.check(), Ok(()), "{event:?}");
         }

@@ -77,7 +77,7 @@ pub use crate::provider::{Provider, ProviderError, ProviderReply, ProviderReques
 pub use builder::LocalHostBuilder;
 pub use config::LocalConfig;
 pub use diagnostics::Diagnostic;
-pub use events::Observer;
+pub use events::{Observer, PROVIDER_REQUEST};
 pub use host::LocalHost;
 pub use nodes::RunOptions;
 pub use typed::RunError;

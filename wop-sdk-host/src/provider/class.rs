@@ -8,6 +8,11 @@
 //! public sentence for it, which names no secret and quotes nothing the server said.
 
 use super::ProviderError;
+
+/// What a provider writes after the status of a 4xx whose error body speaks of the key or
+/// authentication (LiteLLM answers a wrong key with a 400): read back as
+/// [`FailureClass::Credentials`].
+pub(crate) const CREDENTIALS_MARKER: &str = " [credentials]";
 use std::fmt;
 
 /// What kind of failure a provider error is.
@@ -37,6 +42,9 @@ pub enum FailureClass {
     Broken,
     /// The server answered with this HTTP status (4xx or 5xx).
     Status(u16),
+    /// The server answered with this 4xx status and its error speaks of the key or
+    /// authentication (LiteLLM answers a wrong key with a 400).
+    Credentials(u16),
     /// Anything else (a reply that is not a chat completion, a provider of another kind).
     Other,
 }
@@ -51,7 +59,7 @@ impl FailureClass {
     }
 
     /// A short name: `refused`, `dns`, `tls`, `connect-timeout`, `connect`, `timeout`, `broken`,
-    /// `4xx`, `5xx`, `other`.
+    /// `4xx`, `5xx`, `credentials`, `other`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Refused => "refused",
@@ -63,6 +71,7 @@ impl FailureClass {
             Self::Broken => "broken",
             Self::Status(s) if s >= 500 => "5xx",
             Self::Status(_) => "4xx",
+            Self::Credentials(_) => "credentials",
             Self::Other => "other",
         }
     }
@@ -84,13 +93,13 @@ impl FailureClass {
             Self::Connect => {
                 "the provider could not be reached: check the base URL and the network".into()
             }
-            Self::Timeout => "the provider did not answer in time: check the server, or allow \
-                              more time (--timeout)"
+            Self::Timeout => "the provider did not answer in time (timed out): check the server, \
+                              or allow more time (--timeout)"
                 .into(),
             Self::Broken => {
                 "the connection to the provider broke before the reply was complete".into()
             }
-            Self::Status(s @ (401 | 403)) => {
+            Self::Status(s @ (401 | 403)) | Self::Credentials(s) => {
                 format!("the provider refused the credentials (HTTP {s}): check the API key")
             }
             Self::Status(404) => "the provider has no chat completions endpoint at the base URL \
@@ -118,7 +127,7 @@ impl FailureClass {
 impl fmt::Display for FailureClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Status(s) => write!(f, "HTTP {s}"),
+            Self::Status(s) | Self::Credentials(s) => write!(f, "HTTP {s}"),
             other => f.write_str(other.name()),
         }
     }
@@ -150,7 +159,12 @@ pub(crate) fn classify_text(text: &str) -> FailureClass {
     if let Some(rest) = text.strip_prefix("HTTP ") {
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
         if let Ok(code) = digits.parse::<u16>() {
-            return FailureClass::Status(code);
+            let head = rest.split(':').next().unwrap_or("");
+            return if head.ends_with(CREDENTIALS_MARKER) {
+                FailureClass::Credentials(code)
+            } else {
+                FailureClass::Status(code)
+            };
         }
     }
     const PREFIXES: [(&str, FailureClass); 7] = [
@@ -183,6 +197,15 @@ mod tests {
             FailureClass::Refused
         );
         assert_eq!(classify_text("TLS handshake failed: x"), FailureClass::Tls);
+        assert_eq!(
+            classify_text("HTTP 400 Bad Request [credentials]: {}"),
+            FailureClass::Credentials(400)
+        );
+        assert!(
+            FailureClass::Credentials(400)
+                .what_to_check()
+                .contains("API key")
+        );
         assert_eq!(classify_text("timed out: x"), FailureClass::Timeout);
         assert_eq!(classify_text("HTTP x"), FailureClass::Other);
         assert_eq!(classify_text("anything"), FailureClass::Other);

@@ -71,17 +71,9 @@ pub(super) fn classify(
         }
         Ok(reply) => reply,
     };
-    // The answering model, for an event: copied only when one is emitted.
+    // The answering model, for an event: copied only when one is emitted. The reply's usage was
+    // announced by the loop before this.
     let model = |reply: &ProviderReply| reply.model.clone().unwrap_or_default();
-    if let Some(usage) = reply.usage
-        && let Some(output_tokens) = usage.output_tokens
-    {
-        emit(Signal::Usage {
-            model: model(&reply),
-            usage,
-            output_tokens,
-        });
-    }
     if reply.finish_reason == FinishReason::ContentFilter {
         emit(Signal::Refusal {
             model: model(&reply),

@@ -15,18 +15,23 @@
 //! Provider errors: a transient one (rate limit, server error, connection refused) is retried
 //! after a backoff (the server's `Retry-After` when it gave one, else exponential with jitter);
 //! a permanent one ends the call. RFC 0248 accounting of them: a request that reached the
-//! provider is an attempt (`attempts.count`, the `maxAttempts` cap) that reported no usage, so
-//! `usageComplete` is false; one that never reached it (connection refused) is not an attempt
-//! (§A.1) but still uses up the cap, so a dead server cannot keep a call looping.
+//! provider and was answered with an error status is an attempt (`attempts.count`, the
+//! `maxAttempts` cap) that generated nothing, so it has no usage to withhold (`usageComplete`
+//! stays true). A connection that never reached the provider (refused, DNS, TLS) is not a provider
+//! request (§A.1): it does not count against `maxAttempts` and takes no number; the same request
+//! is tried again under the same number. Such connections have a bound of their own, as many as
+//! the cap allows requests, so a dead server cannot keep a call looping.
 
 mod classify;
+mod ending;
 mod types;
 
-pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal};
+pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal, Unmetered};
 
 use crate::provider::class::classify_text;
 use crate::provider::{ProviderError, ProviderReply};
 use classify::{Verdict, classify};
+use ending::metered;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,8 +50,11 @@ pub(crate) struct RetryLoop {
     /// Shared with each provider request: a request costs no copy of them.
     messages: Arc<[Message]>,
     budget: u32,
-    /// Requests sent (reached or not): what the cap bounds.
+    /// Provider requests numbered so far (the one in flight included): what the cap bounds. A
+    /// connection that never reached the provider gives its number back.
     sent: u32,
+    /// Connections that never reached the provider: bounded by the cap, apart from `sent`.
+    unreached: u32,
     /// Requests that reached the provider: `attempts.count`.
     count: u32,
     transient_errors: u32,
@@ -93,6 +101,7 @@ impl RetryLoop {
             backoff,
             messages: messages.into(),
             sent: 0,
+            unreached: 0,
             count: 0,
             transient_errors: 0,
             delay: Duration::ZERO,
@@ -157,14 +166,27 @@ impl RetryLoop {
         checks: &mut impl ReplyChecks,
         emit: &mut impl FnMut(Signal),
     ) -> Option<End> {
-        if let Ok(reply) = &answer {
-            // A reply: an attempt, and a generation the user is charged for.
-            self.count += 1;
-            self.generations += 1;
-            match reply.usage.and_then(|u| u.output_tokens) {
-                Some(n) => self.output_tokens += n,
-                None => self.usage_complete = false,
+        match &answer {
+            Ok(reply) => {
+                // A reply: an attempt, and a generation the user is charged for.
+                self.count += 1;
+                self.generations += 1;
+                match reply.usage.and_then(|u| u.output_tokens) {
+                    Some(n) => self.output_tokens += n,
+                    None => self.usage_complete = false,
+                }
+                emit(metered(reply, self.sent));
             }
+            Err(ProviderError::Failed(_) | ProviderError::Transient { reached: true, .. }) => {
+                emit(Signal::Unmetered {
+                    model: None,
+                    attempt: self.sent,
+                    input_tokens: None,
+                    output_tokens: None,
+                    why: Unmetered::ErrorStatus,
+                });
+            }
+            Err(_) => {}
         }
         let miss = match classify(answer, self.mode, checks, emit) {
             Verdict::Accepted(accepted) => return Some(End::Completed(accepted)),
@@ -190,9 +212,25 @@ impl RetryLoop {
                 cause,
             } => {
                 if reached {
-                    // An attempt that reported no usage (RFC 0248 §A.2).
+                    // An attempt answered with an error: it generated nothing, so there is no
+                    // usage it withheld (RFC 0248 §A.2 is about replies).
                     self.count += 1;
-                    self.usage_complete = false;
+                } else {
+                    // Not a provider request (§A.1): its number is given back, and the same
+                    // request is tried again, within a bound of its own.
+                    self.sent -= 1;
+                    self.unreached += 1;
+                    let reason = Miss::Provider(String::new()).reason();
+                    if !self.reasons.contains(&reason) {
+                        self.reasons.push(reason);
+                    }
+                    self.last_miss = Some(Miss::Provider(cause.clone()));
+                    if self.unreached >= self.plan.requests {
+                        return Some(self.unreachable(emit));
+                    }
+                    self.transient_errors += 1;
+                    self.delay = self.backoff_delay(retry_after);
+                    return None;
                 }
                 if !transient {
                     return Some(End::Failed {
@@ -252,61 +290,6 @@ impl RetryLoop {
         None
     }
 
-    fn exhausted(&mut self, emit: &mut impl FnMut(Signal)) -> End {
-        let last = self.last_miss.take();
-        let reason = last.as_ref().map_or("unknown", Miss::reason);
-        // No request reached a provider (every connection was refused): nothing was attempted
-        // there, so there is no exhaustion to report (`totalAttempts` is at least 1).
-        if self.count > 0 {
-            emit(Signal::RetryExhausted {
-                total: self.count,
-                reason,
-            });
-        }
-        let code = match &last {
-            Some(Miss::Truncation) => ErrorCode::EnvelopeTruncationUnrecoverable,
-            Some(Miss::Provider(_)) => ErrorCode::UpstreamUnavailable,
-            _ => ErrorCode::EnvelopeInvalid,
-        };
-        let message = self.exhausted_message(last.as_ref());
-        let cause = match last {
-            Some(Miss::Parse(e) | Miss::Schema(e) | Miss::Provider(e)) => e,
-            _ => reason.to_owned(),
-        };
-        End::Failed {
-            code,
-            message,
-            cause,
-        }
-    }
-
-    /// The public sentence of a call whose retries ran out: the reasons that happened, and
-    /// for a provider failure what to check.
-    fn exhausted_message(&self, last: Option<&Miss>) -> String {
-        let advice = match last {
-            Some(Miss::Provider(cause)) => Some(classify_text(cause).what_to_check()),
-            _ => None,
-        };
-        match (self.reasons.as_slice(), advice) {
-            (["truncation"], _) => "every attempt was truncated and retries ran out".into(),
-            (
-                ["parse-error" | "schema-violation"]
-                | ["parse-error", "schema-violation"]
-                | ["schema-violation", "parse-error"],
-                _,
-            ) => "no reply met the response schema and retries ran out".into(),
-            ([_], Some(advice)) => format!("retries ran out: {advice}"),
-            (reasons, advice) => {
-                let mut m = format!("retries ran out after {}", reasons.join(", "));
-                if let Some(advice) = advice {
-                    m.push_str("; last: ");
-                    m.push_str(&advice);
-                }
-                m
-            }
-        }
-    }
-
     /// The delay before the request after a transient error: the server's `Retry-After` (up to
     /// the maximum), else `base × 2^(n-1)` with "equal jitter" (half fixed, half random).
     fn backoff_delay(&mut self, retry_after: Option<Duration>) -> Duration {
@@ -333,10 +316,16 @@ impl RetryLoop {
         self.count
     }
 
-    /// Requests sent, reached or not (what the journal announced).
+    /// Provider requests numbered (what the journal announced).
     #[cfg(test)]
     pub(crate) fn sent(&self) -> u32 {
         self.sent
+    }
+
+    /// Connections that never reached the provider.
+    #[cfg(test)]
+    pub(crate) fn unreached(&self) -> u32 {
+        self.unreached
     }
 
     /// Output tokens summed over the attempts that reported them.

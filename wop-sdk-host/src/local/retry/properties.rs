@@ -130,21 +130,29 @@ proptest! {
         };
         let mut budgets: Vec<u32> = Vec::new();
         let mut end = None;
-        // More answers than any plan allows: after the generated ones, every reply misses.
-        for i in 0..(plan.requests as usize + 8) {
+        let mut numbered = 0u32;
+        // More answers than any plan allows: after the generated ones, every reply misses. A
+        // connection that never reached the provider takes no number (the same request is tried
+        // again) and is bounded apart, by the cap.
+        for i in 0..(2 * plan.requests as usize + 8) {
             let attempt = l.next(&mut emit);
-            prop_assert_eq!(attempt.number as usize, i + 1);
+            prop_assert_eq!(attempt.number, numbered + 1);
             prop_assert!(attempt.number <= plan.requests, "request {} beyond the plan's {}", attempt.number, plan.requests);
             prop_assert_eq!(attempt.mode.is_some(), c.structured);
-            budgets.push(attempt.max_tokens);
             let kind = c.answers.get(i).cloned().unwrap_or(Kind::Unparsable);
+            if !matches!(kind, Kind::Transient { reached: false }) {
+                numbered += 1;
+                budgets.push(attempt.max_tokens);
+            }
             if let Some(e) = l.observe(make(&kind, c.structured), &mut Lenient, &mut emit) {
                 end = Some(e);
                 break;
             }
         }
-        prop_assert!(end.is_some(), "the call did not end within {} requests", plan.requests);
+        prop_assert!(end.is_some(), "the call did not end within {} requests and as many unreached connections", plan.requests);
         prop_assert!(l.sent() <= plan.requests);
+        prop_assert!(l.unreached() <= plan.requests);
+        prop_assert_eq!(l.sent(), numbered);
         prop_assert!(l.count() <= l.sent(), "counted {} of {} sent", l.count(), l.sent());
         prop_assert!(l.generations() <= l.count());
         let sum: u64 = budgets.iter().map(|&b| u64::from(b)).sum();

@@ -98,7 +98,10 @@ fn drive(
     let mut emit = |s: Signal| {
         if !matches!(
             s,
-            Signal::Usage { .. } | Signal::Truncated { .. } | Signal::Refusal { .. }
+            Signal::Usage { .. }
+                | Signal::Unmetered { .. }
+                | Signal::Truncated { .. }
+                | Signal::Refusal { .. }
         ) {
             signals.push(s);
         }
@@ -239,8 +242,12 @@ fn transient_errors_count_when_they_reached_the_provider_and_wait_as_told() {
         l.observe(ok(), &mut Lenient, &mut emit),
         Some(End::Completed(_))
     ));
-    // The 429 reached the provider (an attempt without usage); the refused connection did not.
-    assert_eq!((l.count(), l.sent(), l.usage_complete()), (2, 3, false));
+    // The 429 reached the provider (an attempt that generated nothing, so no usage is missing);
+    // the refused connection did not, and gave its number back.
+    assert_eq!(
+        (l.count(), l.sent(), l.unreached(), l.usage_complete()),
+        (2, 2, 1, true)
+    );
 }
 
 #[test]
@@ -288,5 +295,5 @@ fn no_exhaustion_is_reported_when_no_request_reached_a_provider() {
             .any(|s| matches!(s, Signal::RetryExhausted { .. })),
         "{signals:?}"
     );
-    assert_eq!((l.count(), l.sent()), (0, 3));
+    assert_eq!((l.count(), l.sent(), l.unreached()), (0, 0, 3));
 }

@@ -100,6 +100,22 @@ pub(crate) enum Signal {
         /// Its output tokens.
         output_tokens: u64,
     },
+    /// A provider request that reached the provider and whose usage is not wholly known (a reply
+    /// that withheld it or left out its input tokens, or an error status): no `provider.usage`
+    /// (its two figures are required, and nobody measured them), this host's
+    /// `x-host-wop-sdk.provider-request` instead, so every provider request has one event.
+    Unmetered {
+        /// The model that answered, for a reply.
+        model: Option<String>,
+        /// The request's number.
+        attempt: u32,
+        /// Input tokens, when reported.
+        input_tokens: Option<u64>,
+        /// Output tokens, when reported.
+        output_tokens: Option<u64>,
+        /// Why the usage is not whole.
+        why: Unmetered,
+    },
     /// `envelope.truncated`: a structured reply stopped at its budget.
     Truncated {
         /// The model that answered.
@@ -112,6 +128,28 @@ pub(crate) enum Signal {
         /// The model that answered.
         model: String,
     },
+}
+
+/// Why a provider request has no `provider.usage`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unmetered {
+    /// The reply reported no output tokens.
+    Withheld,
+    /// The reply reported its output tokens, not its input tokens.
+    InputUnknown,
+    /// The provider answered with an error status: nothing was generated.
+    ErrorStatus,
+}
+
+impl Unmetered {
+    /// The event's `usage` value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Withheld => "withheld",
+            Self::InputUnknown => "input-tokens-unknown",
+            Self::ErrorStatus => "error-status",
+        }
+    }
 }
 
 /// How the call ended.

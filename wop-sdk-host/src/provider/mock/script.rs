@@ -17,7 +17,8 @@
 //!
 //! - `content`: a string (sent as is) or any other JSON value (sent as its JSON text).
 //! - `finishReason`: `stop` (default), `length`, `content-filter`.
-//! - `usage`: `{inputTokens?, outputTokens?}`, or `false` for a reply that reports none.
+//! - `usage`: `{inputTokens?, outputTokens?}` (`inputTokens` 10 when only `outputTokens` is
+//!   given, as a reply with no `usage` reports), or `false` for a reply that reports none.
 //! - `mode`: `native` or `prompt`, the structured-output mode the reply declares.
 //! - `error`: the provider answers with this error (nothing generated): a transient error that
 //!   reached the provider, so the host may retry it at once, and counts it as an attempt that
@@ -223,10 +224,16 @@ impl Step {
         let usage = match m.get("usage") {
             None => Some(scripted_usage(0)),
             Some(Value::Bool(false)) => None,
-            Some(u @ Value::Object(_)) => Some(
-                Usage::from_json(u, &at("usage"))
-                    .map_err(|e| WireError::validation(e.field, e.rule))?,
-            ),
+            Some(u @ Value::Object(_)) => {
+                let mut usage = Usage::from_json(u, &at("usage"))
+                    .map_err(|e| WireError::validation(e.field, e.rule))?;
+                // The scripted provider's own report: its default input tokens unless the step
+                // names them (a provider that reports output tokens reports its input too).
+                if usage.input_tokens.is_none() && usage.output_tokens.is_some() {
+                    usage.input_tokens = scripted_usage(0).input_tokens;
+                }
+                Some(usage)
+            }
             Some(_) => {
                 return Err(WireError::validation(
                     at("usage"),

@@ -13,6 +13,7 @@
 
 use super::config::ApiKey;
 use crate::local::ProviderError;
+use crate::provider::class::CREDENTIALS_MARKER;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use std::error::Error as _;
@@ -29,7 +30,21 @@ pub(crate) fn status(
     key: Option<&ApiKey>,
 ) -> ProviderError {
     let excerpt = String::from_utf8_lossy(&body[..body.len().min(ERROR_BODY_KEPT)]);
-    let message = redact(&format!("HTTP {status}: {}", excerpt.trim()), key);
+    // The class first, never redacted (it is ours); the server's words after it, the key cut
+    // out where it stands as a key, or not kept at all when the key is too short to be told
+    // from text.
+    let marker = if matches!(status.as_u16(), 400 | 422) && names_credentials(&excerpt) {
+        CREDENTIALS_MARKER
+    } else {
+        ""
+    };
+    let words = if key.is_some_and(too_short) {
+        "(the server's words are not kept: the API key is too short to be told apart from them)"
+            .to_owned()
+    } else {
+        redact(excerpt.trim(), key)
+    };
+    let message = format!("HTTP {status}{marker}: {words}");
     if status == StatusCode::REQUEST_TIMEOUT
         || status == StatusCode::TOO_MANY_REQUESTS
         || status.is_server_error()
@@ -81,7 +96,7 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
 pub(crate) fn transport(e: &reqwest::Error, key: Option<&ApiKey>) -> ProviderError {
     let text = chain(e);
     let class = transport_class(e, &text);
-    let message = redact(&format!("{class}: {text}"), key);
+    let message = format!("{class}: {}", redact(&text, key));
     if e.is_connect() {
         // Nothing was sent: the server cannot have generated anything.
         ProviderError::Transient {
@@ -103,12 +118,9 @@ pub(crate) fn body(e: &reqwest::Error, read: usize, key: Option<&ApiKey>) -> Pro
     } else {
         "connection broken"
     };
-    ProviderError::NoAnswer(redact(
-        &format!(
-            "{class}: the reply broke off after {read} bytes: {}",
-            chain(e)
-        ),
-        key,
+    ProviderError::NoAnswer(format!(
+        "{class}: the reply broke off after {read} bytes: {}",
+        redact(&chain(e), key)
     ))
 }
 
@@ -160,12 +172,58 @@ fn chain(e: &reqwest::Error) -> String {
     text
 }
 
-/// `text` with every occurrence of the key replaced.
+/// The shortest key cut out of text: a shorter one cannot be told apart from words (`k` is in
+/// "broken"), so a server's words are not kept at all with it.
+pub(crate) const SHORTEST_REDACTED_KEY: usize = 8;
+
+fn too_short(key: &ApiKey) -> bool {
+    key.expose().chars().count() < SHORTEST_REDACTED_KEY
+}
+
+/// Whether an error body speaks of the key or authentication.
+fn names_credentials(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    [
+        "api key",
+        "api_key",
+        "apikey",
+        "authentication",
+        "auth_error",
+        "unauthorized",
+        "invalid token",
+        "credential",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
+/// `text` with the key replaced where it stands as a key: not inside a longer run of the
+/// characters keys are made of (letters, digits, `-`, `_`), so a word that happens to contain it
+/// is left whole. A key under [`SHORTEST_REDACTED_KEY`] characters is never put in a text by this
+/// provider (only in the `Authorization` header), and its server's words are not kept
+/// ([`status`]): the text is left as it is.
 pub(crate) fn redact(text: &str, key: Option<&ApiKey>) -> String {
-    match key.map(ApiKey::expose).filter(|k| !k.is_empty()) {
-        Some(k) if text.contains(k) => text.replace(k, "<redacted>"),
-        _ => text.to_owned(),
+    let Some(k) = key.filter(|k| !too_short(k)).map(ApiKey::expose) else {
+        return text.to_owned();
+    };
+    let keyish = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    for (at, _) in text.match_indices(k) {
+        if at < rest {
+            continue;
+        }
+        let before = text[..at].chars().next_back();
+        let after = text[at + k.len()..].chars().next();
+        if before.is_some_and(keyish) || after.is_some_and(keyish) {
+            continue;
+        }
+        out.push_str(&text[rest..at]);
+        out.push_str("<redacted>");
+        rest = at + k.len();
     }
+    out.push_str(&text[rest..]);
+    out
 }
 
 #[cfg(test)]
@@ -204,6 +262,44 @@ mod tests {
         assert_eq!(at(&[("retry-after", "soon")]), None);
         assert_eq!(at(&[("retry-after", "-3")]), None);
         assert_eq!(at(&[]), None);
+    }
+
+    #[test]
+    fn the_key_is_cut_where_it_stands_as_a_key_never_inside_words() {
+        let key = ApiKey::new("sk-test-0123456789");
+        assert_eq!(
+            redact(
+                "Bearer sk-test-0123456789, key=sk-test-0123456789.",
+                Some(&key)
+            ),
+            "Bearer <redacted>, key=<redacted>."
+        );
+        assert_eq!(
+            redact("{\"k\":\"sk-test-0123456789\"}", Some(&key)),
+            "{\"k\":\"<redacted>\"}"
+        );
+        assert_eq!(
+            redact("xsk-test-0123456789y stays", Some(&key)),
+            "xsk-test-0123456789y stays"
+        );
+        // A key too short to be told from text: nothing is cut, and a body is not kept.
+        let short = ApiKey::new("k");
+        assert_eq!(
+            redact("connection broken: TLS handshake", Some(&short)),
+            "connection broken: TLS handshake"
+        );
+        let ProviderError::Failed(text) = status(
+            StatusCode::UNAUTHORIZED,
+            &HeaderMap::new(),
+            b"{\"error\":\"bad key k\"}",
+            Some(&short),
+        ) else {
+            panic!("401 is permanent");
+        };
+        assert!(
+            text.starts_with("HTTP 401 Unauthorized: (the server's words are not kept"),
+            "{text}"
+        );
     }
 
     #[test]
