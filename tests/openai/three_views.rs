@@ -53,7 +53,7 @@ async fn every_provider_request_has_one_event_and_no_invented_figure() {
         .collect();
     let others: Vec<Value> = events
         .iter()
-        .filter(|e| e.kind() == "x-host-wop-sdk.provider-request")
+        .filter(|e| e.kind() == "wop-sdk.provider-request")
         .map(|e| e.payload())
         .collect();
     assert!(

@@ -229,7 +229,7 @@ pub(crate) fn event_problems(e: &Value) -> Vec<String> {
         }
         // This host's event for a provider request without `provider.usage` (its usage not
         // wholly known): only the figures the provider reported.
-        "x-host-wop-sdk.provider-request" => {
+        "wop-sdk.provider-request" => {
             need(
                 string("nodeId") && string("provider"),
                 "nodeId and provider",

@@ -11,12 +11,13 @@ use wop_sdk::wire::{
 };
 
 /// This host's event for a provider request that reached the provider and has no
-/// `provider.usage` (a reply that withheld its usage or its input tokens, or an error status):
+/// `provider.usage` (a reply that withheld its usage or its input tokens, or an error status), a
+/// vendor event under this SDK's own org (RFC 0171 §A.1, `<org>.<name>`, as its error codes):
 /// with `provider.usage` it makes one event per provider request, so the events count them.
 /// `provider.usage` requires `inputTokens` and `outputTokens` as the provider reported them, and
 /// RFC 0248 leaves a request without usage to the host ("a `usage: false` attempt emits no
 /// `provider.usage`"): this host says so in an event of its own rather than write a 0.
-pub const PROVIDER_REQUEST: &str = "x-host-wop-sdk.provider-request";
+pub const PROVIDER_REQUEST: &str = "wop-sdk.provider-request";
 
 /// `output.chunk` (OpenWOP v2 `outputChunk`): streamed output of an AI call.
 pub(crate) const OUTPUT_CHUNK: &str = "output.chunk";

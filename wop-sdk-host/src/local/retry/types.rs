@@ -103,7 +103,7 @@ pub(crate) enum Signal {
     /// A provider request that reached the provider and whose usage is not wholly known (a reply
     /// that withheld it or left out its input tokens, or an error status): no `provider.usage`
     /// (its two figures are required, and nobody measured them), this host's
-    /// `x-host-wop-sdk.provider-request` instead, so every provider request has one event.
+    /// `wop-sdk.provider-request` instead, so every provider request has one event.
     Unmetered {
         /// The model that answered, for a reply.
         model: Option<String>,
