@@ -1,8 +1,8 @@
 //! How a call's retries end: the exhaustion of its provider requests or of its connections, the
 //! public sentence of each, and the usage signal of a reply.
 
-use super::{End, Miss, RetryLoop, Signal, Unmetered};
-use crate::provider::ProviderReply;
+use super::RetryLoop;
+use super::types::{End, Miss, Signal};
 use crate::provider::class::classify_text;
 use wop_sdk::wire::ErrorCode;
 
@@ -93,31 +93,5 @@ impl RetryLoop {
                 m
             }
         }
-    }
-}
-
-/// The usage signal of a reply to request `attempt`: `provider.usage` when the reply reported
-/// both token counts, else what it did report (never a number nobody measured).
-pub(super) fn metered(reply: &ProviderReply, attempt: u32) -> Signal {
-    let model = reply.model.clone().unwrap_or_default();
-    match reply.usage {
-        Some(usage) if usage.input_tokens.is_some() && usage.output_tokens.is_some() => {
-            Signal::Usage {
-                model,
-                usage,
-                output_tokens: usage.output_tokens.unwrap_or_default(),
-            }
-        }
-        usage => Signal::Unmetered {
-            model: Some(model),
-            attempt,
-            input_tokens: usage.and_then(|u| u.input_tokens),
-            output_tokens: usage.and_then(|u| u.output_tokens),
-            why: if usage.and_then(|u| u.output_tokens).is_some() {
-                Unmetered::InputUnknown
-            } else {
-                Unmetered::Withheld
-            },
-        },
     }
 }

@@ -31,7 +31,6 @@ pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signa
 use crate::provider::class::classify_text;
 use crate::provider::{ProviderError, ProviderReply};
 use classify::{Verdict, classify};
-use ending::metered;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -175,7 +174,7 @@ impl RetryLoop {
                     Some(n) => self.output_tokens += n,
                     None => self.usage_complete = false,
                 }
-                emit(metered(reply, self.sent));
+                emit(Signal::of_reply(reply, self.sent));
             }
             Err(ProviderError::Failed(_) | ProviderError::Transient { reached: true, .. }) => {
                 emit(Signal::Unmetered {

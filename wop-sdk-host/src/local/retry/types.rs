@@ -176,3 +176,31 @@ pub(crate) struct Backoff {
     /// The longest delay, also the longest `Retry-After` honoured.
     pub(crate) max: Duration,
 }
+
+impl Signal {
+    /// The usage signal of a reply to request `attempt`: `provider.usage` when the reply reported
+    /// both token counts, else what it did report (never a number nobody measured).
+    pub(crate) fn of_reply(reply: &ProviderReply, attempt: u32) -> Self {
+        let model = reply.model.clone().unwrap_or_default();
+        match reply.usage {
+            Some(usage) if usage.input_tokens.is_some() && usage.output_tokens.is_some() => {
+                Self::Usage {
+                    model,
+                    usage,
+                    output_tokens: usage.output_tokens.unwrap_or_default(),
+                }
+            }
+            usage => Self::Unmetered {
+                model: Some(model),
+                attempt,
+                input_tokens: usage.and_then(|u| u.input_tokens),
+                output_tokens: usage.and_then(|u| u.output_tokens),
+                why: if usage.and_then(|u| u.output_tokens).is_some() {
+                    Unmetered::InputUnknown
+                } else {
+                    Unmetered::Withheld
+                },
+            },
+        }
+    }
+}
