@@ -419,3 +419,53 @@ fn an_addon_for_another_platform_bridge_or_node_fails_every_node_at_once_with_th
     });
     assert_unavailable(&run_all_nodes(&garbage, false), "could not load its addon");
 }
+
+#[test]
+fn a_second_version_is_published_beside_the_first_and_both_check() {
+    let w = world();
+    let registry = registry_copy("second-version");
+    let next = w.tmp.join("next").join(PACK);
+    let _ = std::fs::remove_dir_all(w.tmp.join("next"));
+    std::fs::create_dir_all(w.tmp.join("next")).expect("dir");
+    let copied = Command::new("cp")
+        .arg("-R")
+        .arg(&w.pack_dir)
+        .arg(&next)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success());
+    let mut manifest: Value =
+        serde_json::from_slice(&std::fs::read(next.join("pack.json")).expect("pack.json"))
+            .expect("JSON");
+    manifest["version"] = json!("0.2.0");
+    std::fs::write(next.join("pack.json"), manifest.to_string()).expect("written");
+    ok(
+        publish(&registry, &next, &w.key, &[], &w.tmp),
+        "publish 0.2.0 beside 0.1.0",
+    );
+    let out = ok(
+        cargo_wop(
+            &["check", "--registry", registry.to_str().expect("utf-8")],
+            &w.tmp,
+        ),
+        "both versions check",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("packs/{PACK}/ holds version 0.2.0, not this one")),
+        "{err}"
+    );
+    let index: Value = serde_json::from_slice(
+        &std::fs::read(registry.join(format!("registry/v1/packs/{PACK}/index.json")))
+            .expect("index"),
+    )
+    .expect("JSON");
+    let versions: Vec<&str> = index["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["version"].as_str())
+        .collect();
+    assert_eq!(versions, ["0.1.0", "0.2.0"]);
+    assert_eq!(index["latest"], "0.2.0");
+}

@@ -162,7 +162,26 @@ pub(super) fn check_tree(
 /// that folder (`scripts/build-pack-tarball.mjs`) and runs its `$id` gate there.
 pub(super) fn check_source(g: &mut Gate<'_>, root: &Path, name: &str, tarball: &[Entry]) {
     let dir = root.join(format!("packs/{name}"));
-    let files = match PackFolder::open(Some(&dir)).and_then(|f| f.tarball_entries()) {
+    let folder = match PackFolder::open(Some(&dir)) {
+        Ok(folder) => folder,
+        Err(e) => {
+            g.problems.push(e.message);
+            return;
+        }
+    };
+    let version = entry(tarball, "pack.json")
+        .and_then(|e| serde_json::from_slice::<Value>(&e.bytes).ok())
+        .and_then(|m| m["version"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    if folder.version != version {
+        // The source folder holds the latest version a pull request brought, not every one.
+        g.pass(&format!(
+            "packs/{name}/ holds version {}, not this one: compared with that version",
+            folder.version
+        ));
+        return;
+    }
+    let files = match folder.tarball_entries() {
         Ok((files, _)) => files,
         Err(e) => {
             g.problems.push(e.message);
