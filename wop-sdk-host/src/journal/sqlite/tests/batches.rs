@@ -7,13 +7,20 @@ use std::time::Duration;
 #[tokio::test]
 async fn a_failing_command_fails_alone_in_its_batch() {
     let path = temp_path("batch");
-    let j = SqliteJournal::open(&path).expect("open");
+    let j = Arc::new(SqliteJournal::open(&path).expect("open"));
     let commits = j.commits();
-    // Hold the thread so the next commands queue up and run as one batch.
-    let hold = j.submit(Durability::Read, |_| {
-        std::thread::sleep(Duration::from_millis(300));
-        Ok(())
-    });
+    // Another thread holds the writer, so the next commands queue up; it runs them as one batch
+    // when its own command is done.
+    let holder = {
+        let j = Arc::clone(&j);
+        std::thread::spawn(move || {
+            j.submit(Durability::Read, |_| {
+                std::thread::sleep(Duration::from_millis(300));
+                Ok(())
+            })
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
     let (k1, k2, k3) = (key("r1", 1), key("r1", 2), key("nope", 0));
     let fp = Fingerprint([1; 32]);
     let a = j.begin(&k1, &fp, "a-1");
@@ -27,6 +34,7 @@ async fn a_failing_command_fails_alone_in_its_batch() {
     };
     let b = j.finish(&k1, first, None, Vec::new());
     let again = j.finish(&k1, second, None, Vec::new());
+    let hold = holder.join().expect("the holder's thread");
     hold.await.expect("hold");
     assert_eq!(a.await, Ok(Begin::Fresh));
     assert!(matches!(bad.await, Err(JournalError::Io(m)) if m.contains("no identity")));
