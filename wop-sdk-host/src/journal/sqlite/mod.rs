@@ -137,7 +137,6 @@ impl SqliteJournal {
         conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
         migrate(&mut conn)?;
         check_tables(&conn)?;
-        conn.execute_batch(schema::LEASES).map_err(sql)?;
         Self::spawn(path, false, conn)
     }
 

@@ -53,10 +53,17 @@ CREATE TABLE charges (
 );
 ";
 
-/// The leases on in-flight calls ([`crate::journal::lease`]). An additive table, created when
-/// missing by every read-write open, without a schema version of its own: a build that does not
-/// know it leaves it alone, and a journal without it has no lease to read.
-pub(super) const LEASES: &str = "
+/// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
+pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
+
+/// Schema version 3: a call's row holds its lease and its first request's `max_tokens`, so a
+/// call's identity is one row written by one statement (before: a row in `calls`, one in
+/// `requests`, one in `leases`, six pages with their indexes). The leases of unfinished calls
+/// move into their rows; `requests` keeps the rows of later requests (a retry's), and those of
+/// request 1 written before version 3.
+pub(super) const SCHEMA_V3: &str = "
+ALTER TABLE calls ADD COLUMN lease TEXT;
+ALTER TABLE calls ADD COLUMN max_tokens INTEGER;
 CREATE TABLE IF NOT EXISTS leases (
     run_id TEXT NOT NULL,
     node_id TEXT NOT NULL,
@@ -64,9 +71,12 @@ CREATE TABLE IF NOT EXISTS leases (
     lease TEXT NOT NULL,
     PRIMARY KEY (run_id, node_id, call_index)
 );
+UPDATE calls SET lease = (
+    SELECT l.lease FROM leases l WHERE l.run_id = calls.run_id AND l.node_id = calls.node_id
+    AND l.call_index = calls.call_index
+) WHERE outcome IS NULL;
+DROP TABLE leases;
 ";
-/// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
-pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
 
 /// The tables and columns this build reads and writes (checked on open).
 pub(super) const TABLES: &[(&str, &[&str])] = &[
@@ -81,6 +91,8 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
             "fingerprint",
             "requests",
             "outcome",
+            "lease",
+            "max_tokens",
         ],
     ),
     (
@@ -134,7 +146,11 @@ pub(super) fn check_tables(conn: &Connection) -> Result<(), JournalError> {
 }
 
 /// Columns added after schema version 1, with the version that added each.
-const ADDED: &[(&str, &str, u32)] = &[("events", "ts", 2)];
+const ADDED: &[(&str, &str, u32)] = &[
+    ("events", "ts", 2),
+    ("calls", "lease", 3),
+    ("calls", "max_tokens", 3),
+];
 
 /// Checks the tables and columns a journal of schema `version` has.
 pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), JournalError> {
@@ -197,6 +213,7 @@ pub(super) fn migrate_step(conn: &Connection, from: u32) -> Result<(), JournalEr
             conn.execute_batch(SCHEMA_V1).map_err(sql)
         }
         1 => conn.execute_batch(SCHEMA_V2).map_err(sql),
+        2 => conn.execute_batch(SCHEMA_V3).map_err(sql),
         other => Err(JournalError::Corrupt(format!(
             "no migration from schema version {other}"
         ))),

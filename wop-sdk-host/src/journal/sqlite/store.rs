@@ -60,7 +60,7 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
         self.submit(Durability::Durable, move |c| {
-            begin_in(c, &key, &fingerprint, &attempt_id, None)
+            begin_in(c, &key, &fingerprint, &attempt_id, None, None)
         })
     }
 
@@ -73,7 +73,7 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
         self.submit(Durability::Durable, move |c| {
-            begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))
+            begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens), None)
         })
     }
 
@@ -100,18 +100,14 @@ impl Journal for SqliteJournal {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
         let lease = lease.clone();
         self.submit(Durability::Durable, move |c| {
-            let begin = begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))?;
-            if begin == Begin::Fresh {
-                let (run, node, index) = key_params(&key);
-                let text = to_json(&lease)?;
-                c.prepare_cached(
-                    "INSERT OR REPLACE INTO leases (run_id, node_id, call_index, lease) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .and_then(|mut s| s.execute(params![run, node, index, text]))
-                .map_err(sql)?;
-            }
-            Ok(begin)
+            begin_in(
+                c,
+                &key,
+                &fingerprint,
+                &attempt_id,
+                Some(max_tokens),
+                Some(&lease),
+            )
         })
     }
 
@@ -130,7 +126,8 @@ impl Journal for SqliteJournal {
             let (run, node, index) = key_params(&key);
             let text = to_json(&lease)?;
             c.prepare_cached(
-                "UPDATE leases SET lease = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+                "UPDATE calls SET lease = ?4 \
+                 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3 AND outcome IS NULL",
             )
             .and_then(|mut s| s.execute(params![run, node, index, text]))
             .map_err(sql)?;
