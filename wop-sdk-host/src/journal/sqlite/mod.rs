@@ -130,7 +130,8 @@ impl SqliteJournal {
                 path.display()
             )));
         }
-        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+        // Foreign keys are turned on by `migrate`, once the schema is current.
+        conn.execute_batch("PRAGMA synchronous = FULL;")
             .map_err(sql)?;
         // Every statement the journal runs stays prepared (rusqlite keeps 16 by default, fewer
         // than the journal has: a call would prepare some of its statements again each time).

@@ -1,4 +1,4 @@
-//! The SQL of each table (`runs`, `calls` with their leases, `requests`, `charges`, `events`),
+//! The SQL of each table (`runs`, `calls` with their leases and charges, `requests`, `events`),
 //! run on the writer's connection: reading rows into the journal's types and writing them back.
 
 use super::errors::sql;
@@ -224,39 +224,38 @@ pub(super) fn finish(
     events.iter().try_for_each(checked)?;
     let (run, node, index) = key_params(key);
     let text = to_json(&outcome)?;
-    // The outcome, and the lease given up, in the row: only where no outcome is yet.
+    // The outcome, its charge, and the lease given up, in the row: only where no outcome is yet.
+    let (beneficiaries, generations, output_tokens) = match charge {
+        Some(charge) => (
+            Some(to_json(&charge.beneficiaries)?),
+            Some(charge.generations),
+            Some(to_i64(charge.output_tokens)?),
+        ),
+        None => (None, None, None),
+    };
     let changed = c
         .prepare_cached(
-            "UPDATE calls SET outcome = ?4, lease = NULL \
+            "UPDATE calls SET outcome = ?4, lease = NULL, beneficiaries = ?5, generations = ?6, \
+             output_tokens = ?7 \
              WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3 AND outcome IS NULL",
-        )
-        .and_then(|mut s| s.execute(params![run, node, index, text]))
-        .map_err(sql)?;
-    if changed == 0 {
-        return Err(match read_call(c, key)? {
-            None => no_identity(key),
-            Some(_) => JournalError::Io(format!("the outcome of {key} is already recorded")),
-        });
-    }
-    if let Some(charge) = charge {
-        let beneficiaries = to_json(&charge.beneficiaries)?;
-        let output_tokens = to_i64(charge.output_tokens)?;
-        c.prepare_cached(
-            "INSERT INTO charges \
-             (run_id, node_id, call_index, beneficiaries, generations, output_tokens) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
         .and_then(|mut s| {
             s.execute(params![
                 run,
                 node,
                 index,
+                text,
                 beneficiaries,
-                charge.generations,
+                generations,
                 output_tokens
             ])
         })
         .map_err(sql)?;
+    if changed == 0 {
+        return Err(match read_call(c, key)? {
+            None => no_identity(key),
+            Some(_) => JournalError::Io(format!("the outcome of {key} is already recorded")),
+        });
     }
     for event in events {
         push_event(c, &run, event)?;
@@ -303,7 +302,7 @@ pub(super) fn charges(c: &Connection, run: Option<&str>) -> Result<Vec<ChargeRow
     let rows = c
         .prepare_cached(
             "SELECT run_id, node_id, call_index, beneficiaries, generations, output_tokens \
-             FROM charges WHERE ?1 IS NULL OR run_id = ?1 \
+             FROM calls WHERE beneficiaries IS NOT NULL AND (?1 IS NULL OR run_id = ?1) \
              ORDER BY run_id, node_id, call_index",
         )
         .and_then(|mut s| {

@@ -198,7 +198,7 @@ async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
 }
 
 #[tokio::test]
-async fn a_schema_2_journal_migrates_its_leases_into_the_calls() {
+async fn a_schema_2_journal_migrates_its_leases_and_charges_into_the_calls() {
     let path = temp_path("schema-2");
     std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
     let lease = r#"{"holder":"h-1","pid":1,"boot":"","heartbeatMs":5}"#;
@@ -230,6 +230,11 @@ async fn a_schema_2_journal_migrates_its_leases_into_the_calls() {
             )
             .expect("lease");
         }
+        c.execute(
+            "INSERT INTO charges VALUES ('r1', 'n1', 1, '[\"ana\"]', 1, 7)",
+            [],
+        )
+        .expect("charge");
     }
     let j = SqliteJournal::open(&path).expect("migrates");
     let held = j.leased(&key("r1", 0)).await.expect("read");
