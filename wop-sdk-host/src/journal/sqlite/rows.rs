@@ -139,14 +139,15 @@ pub(super) fn begin_in(
     first_request: Option<u32>,
     lease: Option<&Lease>,
 ) -> Result<Begin, JournalError> {
-    let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
-        let (run, node, index) = key_params(key);
-        let counted = u32::from(first_request.is_some());
-        let lease = lease.map(to_json).transpose()?;
-        c.prepare_cached(
+    // A fresh identity is one statement: the insert finds out whether the row exists.
+    let (run, node, index) = key_params(key);
+    let counted = u32::from(first_request.is_some());
+    let lease = lease.map(to_json).transpose()?;
+    let inserted = c
+        .prepare_cached(
             "INSERT INTO calls \
              (run_id, node_id, call_index, attempt_id, fingerprint, requests, max_tokens, lease) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -160,8 +161,13 @@ pub(super) fn begin_in(
                 lease
             ])
         })
-        .map_err(sql)?;
+        .map_err(sql);
+    if matches!(inserted, Ok(1)) {
         return Ok(Begin::Fresh);
+    }
+    // The row exists, or the insert failed (a read-only journal still answers a recorded call).
+    let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
+        return Err(inserted.err().unwrap_or_else(|| no_identity(key)));
     };
     if parse_fingerprint(&hex)? != *fingerprint {
         return Ok(Begin::Mismatch);
