@@ -13,8 +13,8 @@
 //! The flush thread only sleeps until the transaction left open by deferred writes is due, then
 //! takes the writer (as a caller would) and commits it.
 
+use super::errors::stopped;
 use super::writer::{MAX_BATCH, Shared, Task, Writer};
-use crate::journal::JournalError;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
@@ -155,7 +155,7 @@ impl Core {
         }
         // Nothing can be queued by now (the journal is being dropped), but answer anything that is.
         for task in std::mem::take(&mut *lock(&self.queue)) {
-            task.answer(Some(super::stopped()));
+            task.answer(Some(stopped()));
         }
     }
 }
@@ -165,9 +165,7 @@ impl Core {
 fn run(writer: &mut Option<Writer>, mut batch: Vec<Box<dyn Task>>) {
     let Some(w) = writer.as_mut() else {
         for task in batch {
-            task.answer(Some(JournalError::Io(
-                "the attempt journal is closed".into(),
-            )));
+            task.answer(Some(stopped()));
         }
         return;
     };

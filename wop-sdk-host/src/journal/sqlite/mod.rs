@@ -47,7 +47,7 @@ use rows::UNKNOWN_TIME;
 
 use crate::journal::{JournalError, SCHEMA_VERSION};
 use combine::Core;
-use errors::{BUSY_TIMEOUT, opening, sql};
+use errors::{BUSY_TIMEOUT, opening, sql, stopped};
 use open::{file_len, inspect, read_only_connection};
 use rusqlite::{Connection, OpenFlags};
 use schema::{check_tables, migrate};
@@ -229,8 +229,4 @@ impl SqliteJournal {
         self.core.submit(job);
         Box::pin(async move { answer.await.unwrap_or_else(|_| Err(stopped())) })
     }
-}
-
-pub(super) fn stopped() -> JournalError {
-    JournalError::Io("the journal thread has stopped".into())
 }
