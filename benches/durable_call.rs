@@ -3,7 +3,7 @@
 //! 1. The split: one caller on the SQLite journal (runs of 20 calls, as `durability.rs`), with
 //!    each thread's time on the CPU and in the run queue read from `/proc/self/task/*/schedstat`
 //!    before and after, per call: the worker threads (the host's path, tokio, handing commands
-//!    over), the journal thread (SQLite's statements, page writes and WAL checksums, the fsync
+//!    over), the journal thread where there is one (SQLite's statements, page writes and WAL checksums, the fsync
 //!    syscall's own CPU), and the rest of the wall time (blocked in the fsync, or waiting for a
 //!    wake-up). The same with the in-memory journal gives the host's path alone.
 //! 2. Store floors, each a loop on this thread doing what one durable call must write: the raw

@@ -178,7 +178,9 @@ impl SqliteJournal {
         let flusher = std::thread::Builder::new()
             .name("wop-journal".into())
             .spawn(move || thread_core.flush_loop())
-            .map_err(|e| JournalError::Io(format!("cannot start the journal thread: {e}")))?;
+            .map_err(|e| {
+                JournalError::Io(format!("cannot start the journal's flush thread: {e}"))
+            })?;
         Ok(Self {
             path,
             read_only,

@@ -1,4 +1,4 @@
-//! The [`Journal`] operations of [`SqliteJournal`]: each a task for the writer thread (`writer.rs`),
+//! The [`Journal`] operations of [`SqliteJournal`]: each a task for the writer (`writer.rs`, run by `combine.rs`),
 //! over the SQL of `rows.rs`.
 
 use super::SqliteJournal;

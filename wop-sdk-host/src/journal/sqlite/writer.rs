@@ -32,7 +32,7 @@ pub(super) enum Durability {
     Deferred,
 }
 
-/// A command for the journal thread, type-erased.
+/// A command for the writer, type-erased.
 pub(super) trait Task: Send {
     fn durability(&self) -> Durability;
     /// Runs the command; true when it succeeded.
