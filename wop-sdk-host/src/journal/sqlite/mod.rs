@@ -221,9 +221,37 @@ impl SqliteJournal {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
     {
+        self.submit_job(durability, false, work)
+    }
+
+    /// [`SqliteJournal::submit`] for a command that writes with one statement at most: it runs
+    /// without a savepoint of its own (a failing statement is undone by SQLite alone).
+    fn submit_one_write<T, F>(
+        &self,
+        durability: Durability,
+        work: F,
+    ) -> BoxFuture<'static, Result<T, JournalError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
+    {
+        self.submit_job(durability, true, work)
+    }
+
+    fn submit_job<T, F>(
+        &self,
+        durability: Durability,
+        one_write: bool,
+        work: F,
+    ) -> BoxFuture<'static, Result<T, JournalError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Job {
             durability,
+            one_write,
             work: Some(work),
             result: None,
             reply,

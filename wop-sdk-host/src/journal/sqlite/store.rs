@@ -20,7 +20,7 @@ use wop_sdk::wire::{Event, RunEvent};
 impl Journal for SqliteJournal {
     fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>> {
         // Deferred: the run's first call identity, or its node's end, commits it.
-        self.submit(Durability::Deferred, move |c| {
+        self.submit_one_write(Durability::Deferred, move |c| {
             let meta = to_json(&run.meta)?;
             c.prepare_cached(
                 "INSERT OR IGNORE INTO runs (run_id, owner, replay_of, meta) VALUES (?1, ?2, ?3, ?4)",
@@ -59,7 +59,7 @@ impl Journal for SqliteJournal {
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
-        self.submit(Durability::Durable, move |c| {
+        self.submit_one_write(Durability::Durable, move |c| {
             begin_in(c, &key, &fingerprint, &attempt_id, None, None)
         })
     }
@@ -72,7 +72,7 @@ impl Journal for SqliteJournal {
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
-        self.submit(Durability::Durable, move |c| {
+        self.submit_one_write(Durability::Durable, move |c| {
             begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens), None)
         })
     }
@@ -99,7 +99,7 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
         let lease = lease.clone();
-        self.submit(Durability::Durable, move |c| {
+        self.submit_one_write(Durability::Durable, move |c| {
             begin_in(
                 c,
                 &key,

@@ -35,6 +35,9 @@ pub(super) enum Durability {
 /// A command for the writer, type-erased.
 pub(super) trait Task: Send {
     fn durability(&self) -> Durability;
+    /// The command writes with one statement at most (SQLite undoes a failing statement itself):
+    /// it needs no savepoint of its own.
+    fn one_write(&self) -> bool;
     /// Runs the command; true when it succeeded.
     fn exec(&mut self, conn: &Connection) -> bool;
     /// Answers the caller: the command's own result, or `failure` when its batch was lost.
@@ -43,6 +46,7 @@ pub(super) trait Task: Send {
 
 pub(super) struct Job<T, F> {
     pub(super) durability: Durability,
+    pub(super) one_write: bool,
     pub(super) work: Option<F>,
     pub(super) result: Option<Result<T, JournalError>>,
     pub(super) reply: oneshot::Sender<Result<T, JournalError>>,
@@ -55,6 +59,10 @@ where
 {
     fn durability(&self) -> Durability {
         self.durability
+    }
+
+    fn one_write(&self) -> bool {
+        self.one_write
     }
 
     fn exec(&mut self, conn: &Connection) -> bool {
@@ -207,7 +215,8 @@ impl Writer {
         }
         let mut lost: Option<JournalError> = None;
         for task in &mut batch {
-            if let Err(e) = execute_cached(&self.conn, "SAVEPOINT wop_cmd") {
+            let savepoint = !task.one_write();
+            if savepoint && let Err(e) = execute_cached(&self.conn, "SAVEPOINT wop_cmd") {
                 lost = Some(sql(e));
                 break;
             }
@@ -218,6 +227,9 @@ impl Writer {
                     "the journal transaction was rolled back by a storage error".into(),
                 ));
                 break;
+            }
+            if !savepoint {
+                continue;
             }
             let end = if ok {
                 execute_cached(&self.conn, "RELEASE wop_cmd")
