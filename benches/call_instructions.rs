@@ -11,7 +11,7 @@
 //! `WOP_KIND`: `baseline` (the unavoidable work of a structured call only), `structured`,
 //! `plain`, `retries` (two schema-violation retries), `x16` (16 structured calls in one run).
 //! `WOP_JOURNAL=sqlite`: the host keeps its journal in a SQLite file in the temp dir (callgrind
-//! counts the journal thread's instructions too; the disk's waits are not instructions), instead
+//! counts every thread's instructions; the disk's waits are not instructions), instead
 //! of in memory.
 //! Run by `cargo bench` without `WOP_KIND` it does a short smoke pass of each.
 

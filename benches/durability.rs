@@ -74,7 +74,7 @@ fn fsync_rate(dir: &std::path::Path, append: bool, size: usize, full: bool, d: D
 
 /// SQLite alone, with the journal's pragmas (WAL, `synchronous=FULL`): one small insert per
 /// transaction, in a loop on this thread. Commits per second: SQLite's own share of the cost of a
-/// journal commit, without the writer thread, the host or the runtime.
+/// journal commit, without the journal's queue, the host or the runtime.
 fn sqlite_rate(dir: &std::path::Path, d: Duration) -> f64 {
     let path = dir.join("raw.sqlite");
     let conn = rusqlite::Connection::open(&path).expect("open");

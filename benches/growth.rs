@@ -5,7 +5,7 @@
 //!
 //! `cargo bench --bench growth` (see BENCHMARKS.md). Prints figures; asserts nothing about time.
 //! The SQLite journals are pre-filled through the journal API in large concurrent batches (the
-//! writer thread groups up to 512 commands per transaction): runs of 20 calls, each call begun,
+//! writer groups up to 512 commands per transaction): runs of 20 calls, each call begun,
 //! its request recorded, and finished with a charge and one event, as a real call leaves it.
 
 use wop_sdk_test_support::bench as common;

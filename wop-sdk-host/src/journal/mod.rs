@@ -44,7 +44,7 @@ pub(crate) fn checked(event: &Event) -> Result<(), JournalError> {
 }
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A journal failure. Never a panic: a damaged or newer file is reported and left untouched.
 #[derive(Debug, Clone, PartialEq, Eq)]

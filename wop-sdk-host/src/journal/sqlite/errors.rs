@@ -26,3 +26,8 @@ pub(super) fn opening(path: &Path, e: rusqlite::Error) -> JournalError {
         other => other,
     }
 }
+
+/// The answer of a command the journal could no longer run (it was closed).
+pub(super) fn stopped() -> JournalError {
+    JournalError::Io("the attempt journal is closed".into())
+}

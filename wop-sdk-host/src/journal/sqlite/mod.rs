@@ -1,9 +1,10 @@
 //! The durable journal: one SQLite file (bundled SQLite, WAL, `synchronous=FULL`).
 //!
-//! A dedicated writer thread owns the connection. Every journal call becomes a command sent to it
-//! over a channel and answered through a oneshot. The thread drains every command already queued
-//! and runs them in one transaction (group commit: one fsync for the batch), each inside its own
-//! savepoint so that a failing command fails alone. When the commit itself fails, every command of
+//! One writer owns the connection. Every journal call becomes a command, queued and answered
+//! through a oneshot; the caller that finds the writer free runs every queued command, its own
+//! and others', in one transaction on its own thread (group commit: one fsync for the batch; see
+//! `combine.rs`), each inside its own savepoint so that a failing command fails alone. A durable
+//! write therefore blocks the caller's thread for its fsync, as a file write would. When the commit itself fails, every command of
 //! that batch fails with [`JournalError::Io`] and nothing of it is kept.
 //!
 //! **What is durable when.** A write something outside the process may act on is answered only
@@ -28,9 +29,10 @@
 //! connection checks the schema and runs `PRAGMA quick_check`. A damaged, foreign or newer file is
 //! refused with [`JournalError::Corrupt`] or [`JournalError::NewerSchema`] and left as it was.
 //!
-//! The parts: `open` (inspection, schema, migration), `writer` (the thread and its group
-//! commit), `rows` (the SQL of each table), and this file (the journal over them).
+//! The parts: `open` (inspection, schema, migration), `writer` (the transaction and its group
+//! commit), `combine` (which thread runs the writer, and the flush window's thread), `rows` (the SQL of each table), and this file (the journal over them).
 
+mod combine;
 mod errors;
 mod open;
 mod rows;
@@ -44,19 +46,20 @@ mod writer;
 use rows::UNKNOWN_TIME;
 
 use crate::journal::{JournalError, SCHEMA_VERSION};
-use errors::{BUSY_TIMEOUT, opening, sql};
+use combine::Core;
+use errors::{BUSY_TIMEOUT, opening, sql, stopped};
 use open::{file_len, inspect, read_only_connection};
 use rusqlite::{Connection, OpenFlags};
 use schema::{check_tables, migrate};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use wop_sdk::host::BoxFuture;
-use writer::{Durability, Job, Shared, Task, Writer};
+use writer::{Durability, Job, Shared, Writer};
 
 /// How long deferred writes wait for a durable write to carry them before the journal commits
 /// them on their own: 10 ms.
@@ -69,9 +72,9 @@ const STATEMENTS_KEPT: usize = 64;
 pub struct SqliteJournal {
     path: PathBuf,
     read_only: bool,
-    tx: Option<mpsc::Sender<Box<dyn Task>>>,
-    writer: Option<JoinHandle<()>>,
-    shared: Arc<Shared>,
+    core: Arc<Core>,
+    /// The flush window's thread.
+    flusher: Option<JoinHandle<()>>,
 }
 
 impl fmt::Debug for SqliteJournal {
@@ -86,12 +89,13 @@ impl fmt::Debug for SqliteJournal {
 
 impl Drop for SqliteJournal {
     fn drop(&mut self) {
-        // Closing the channel lets the writer finish what is queued, close the connection
-        // (checkpointing the WAL) and stop.
-        drop(self.tx.take());
-        if let Some(handle) = self.writer.take() {
+        // The flush thread stops; what is open is committed and the connection closed
+        // (checkpointing the WAL).
+        self.core.stop();
+        if let Some(handle) = self.flusher.take() {
             let _ = handle.join();
         }
+        self.core.close();
     }
 }
 
@@ -126,14 +130,14 @@ impl SqliteJournal {
                 path.display()
             )));
         }
-        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+        // Foreign keys are turned on by `migrate`, once the schema is current.
+        conn.execute_batch("PRAGMA synchronous = FULL;")
             .map_err(sql)?;
         // Every statement the journal runs stays prepared (rusqlite keeps 16 by default, fewer
         // than the journal has: a call would prepare some of its statements again each time).
         conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
         migrate(&mut conn)?;
         check_tables(&conn)?;
-        conn.execute_batch(schema::LEASES).map_err(sql)?;
         Self::spawn(path, false, conn)
     }
 
@@ -168,19 +172,20 @@ impl SqliteJournal {
     }
 
     fn spawn(path: PathBuf, read_only: bool, conn: Connection) -> Result<Self, JournalError> {
-        let (tx, rx) = mpsc::channel::<Box<dyn Task>>();
         let shared = Arc::new(Shared::new(DEFAULT_FLUSH_WINDOW));
-        let thread_shared = Arc::clone(&shared);
-        let writer = std::thread::Builder::new()
+        let core = Arc::new(Core::new(Writer::new(conn, Arc::clone(&shared)), shared));
+        let thread_core = Arc::clone(&core);
+        let flusher = std::thread::Builder::new()
             .name("wop-journal".into())
-            .spawn(move || Writer::new(conn, &thread_shared).run(&rx))
-            .map_err(|e| JournalError::Io(format!("cannot start the journal thread: {e}")))?;
+            .spawn(move || thread_core.flush_loop())
+            .map_err(|e| {
+                JournalError::Io(format!("cannot start the journal's flush thread: {e}"))
+            })?;
         Ok(Self {
             path,
             read_only,
-            tx: Some(tx),
-            writer: Some(writer),
-            shared,
+            core,
+            flusher: Some(flusher),
         })
     }
 
@@ -192,7 +197,7 @@ impl SqliteJournal {
     /// Transactions committed so far (each batch of writes is one, with one fsync of the WAL):
     /// how well writes are grouped under load.
     pub fn commits(&self) -> u64 {
-        self.shared.commits.load(Ordering::Relaxed)
+        self.core.shared.commits.load(Ordering::Relaxed)
     }
 
     /// How long deferred writes (a call's outcome, a run's record and its other events) may wait
@@ -200,11 +205,13 @@ impl SqliteJournal {
     /// ([`DEFAULT_FLUSH_WINDOW`] unless set). `Duration::ZERO` commits every write on its own, as
     /// a journal without deferred writes would: one more commit per call.
     pub fn set_flush_window(&self, window: Duration) {
-        self.shared.set_window(window);
+        self.core.shared.set_window(window);
+        self.core.window_changed();
     }
 
-    /// Sends `work` to the journal thread; the future answers once it ran (and, for a durable
-    /// write, once its batch is committed).
+    /// Queues `work` and runs the queue on this thread unless another holds the writer
+    /// (`combine.rs`); the future answers once it ran (and, for a durable write, once its batch
+    /// is committed).
     fn submit<T, F>(
         &self,
         durability: Durability,
@@ -214,23 +221,42 @@ impl SqliteJournal {
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
     {
+        self.submit_job(durability, false, work)
+    }
+
+    /// [`SqliteJournal::submit`] for a command that writes with one statement at most: it runs
+    /// without a savepoint of its own (a failing statement is undone by SQLite alone).
+    fn submit_one_write<T, F>(
+        &self,
+        durability: Durability,
+        work: F,
+    ) -> BoxFuture<'static, Result<T, JournalError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
+    {
+        self.submit_job(durability, true, work)
+    }
+
+    fn submit_job<T, F>(
+        &self,
+        durability: Durability,
+        one_write: bool,
+        work: F,
+    ) -> BoxFuture<'static, Result<T, JournalError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, JournalError> + Send + 'static,
+    {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Job {
             durability,
+            one_write,
             work: Some(work),
             result: None,
             reply,
         });
-        let sent = self.tx.as_ref().is_some_and(|tx| tx.send(job).is_ok());
-        Box::pin(async move {
-            if !sent {
-                return Err(stopped());
-            }
-            answer.await.unwrap_or_else(|_| Err(stopped()))
-        })
+        self.core.submit(job);
+        Box::pin(async move { answer.await.unwrap_or_else(|_| Err(stopped())) })
     }
-}
-
-fn stopped() -> JournalError {
-    JournalError::Io("the journal thread has stopped".into())
 }

@@ -1,5 +1,5 @@
-//! The SQL of each table (`runs`, `calls`, `leases`, `charges`, `events`), run on the writer
-//! thread's connection: reading rows into the journal's types and writing them back.
+//! The SQL of each table (`runs`, `calls` with their leases and charges, `requests`, `events`),
+//! run on the writer's connection: reading rows into the journal's types and writing them back.
 
 use super::errors::sql;
 use crate::journal::{
@@ -106,26 +106,22 @@ pub(super) fn read_call(
     .map_err(sql)
 }
 
-/// The lease on a call; none in a journal no read-write open of this build has touched (no
-/// `leases` table).
+/// The lease on an unfinished call (its row's `lease`; none once its outcome is written).
 pub(super) fn read_lease(
     conn: &Connection,
     key: &AttemptKey,
 ) -> Result<Option<Lease>, JournalError> {
     let (run, node, index) = key_params(key);
-    let text: Option<String> = match conn
+    let text: Option<Option<String>> = conn
         .prepare_cached(
-            "SELECT lease FROM leases WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+            "SELECT lease FROM calls WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
         )
         .and_then(|mut s| {
             s.query_row(params![run, node, index], |r| r.get(0))
                 .optional()
-        }) {
-        Ok(text) => text,
-        Err(e) if e.to_string().contains("no such table") => None,
-        Err(e) => return Err(sql(e)),
-    };
-    text.map(|t| from_json(&t, "lease")).transpose()
+        })
+        .map_err(sql)?;
+    text.flatten().map(|t| from_json(&t, "lease")).transpose()
 }
 
 pub(super) fn parse_fingerprint(hex: &str) -> Result<Fingerprint, JournalError> {
@@ -133,21 +129,25 @@ pub(super) fn parse_fingerprint(hex: &str) -> Result<Fingerprint, JournalError> 
         .ok_or_else(|| JournalError::Corrupt(format!("a stored fingerprint is not valid: {hex}")))
 }
 
-/// `begin`, in the writer thread; with `first_request`, request 1 is recorded in the same savepoint.
+/// `begin`, on the writer; with `first_request`, request 1 (its `max_tokens`) and with `lease`
+/// the call's lease are written in the call's own row: one statement.
 pub(super) fn begin_in(
     c: &Connection,
     key: &AttemptKey,
     fingerprint: &Fingerprint,
     attempt_id: &str,
     first_request: Option<u32>,
+    lease: Option<&Lease>,
 ) -> Result<Begin, JournalError> {
-    let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
-        let (run, node, index) = key_params(key);
-        // The first request is counted in the call's own row: no second statement on it.
-        let counted = u32::from(first_request.is_some());
-        c.prepare_cached(
-            "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint, requests) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    // A fresh identity is one statement: the insert finds out whether the row exists.
+    let (run, node, index) = key_params(key);
+    let counted = u32::from(first_request.is_some());
+    let lease = lease.map(to_json).transpose()?;
+    let inserted = c
+        .prepare_cached(
+            "INSERT INTO calls \
+             (run_id, node_id, call_index, attempt_id, fingerprint, requests, max_tokens, lease) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -156,14 +156,18 @@ pub(super) fn begin_in(
                 index,
                 attempt_id,
                 fingerprint.to_hex(),
-                counted
+                counted,
+                first_request,
+                lease
             ])
         })
-        .map_err(sql)?;
-        if let Some(max_tokens) = first_request {
-            announce(c, key, 1, max_tokens)?;
-        }
+        .map_err(sql);
+    if matches!(inserted, Ok(1)) {
         return Ok(Begin::Fresh);
+    }
+    // The row exists, or the insert failed (a read-only journal still answers a recorded call).
+    let Some((recorded_id, hex, requests, outcome)) = read_call(c, key)? else {
+        return Err(inserted.err().unwrap_or_else(|| no_identity(key)));
     };
     if parse_fingerprint(&hex)? != *fingerprint {
         return Ok(Begin::Mismatch);
@@ -180,7 +184,7 @@ pub(super) fn begin_in(
     })
 }
 
-/// `record_request`, in the writer thread.
+/// `record_request`, on the writer.
 pub(super) fn record_request_in(
     c: &Connection,
     key: &AttemptKey,
@@ -224,44 +228,40 @@ pub(super) fn finish(
 ) -> Result<(), JournalError> {
     // Every event is checked before anything is written: all or nothing.
     events.iter().try_for_each(checked)?;
-    match read_call(c, key)? {
-        None => return Err(no_identity(key)),
-        Some((_, _, _, Some(_))) => {
-            return Err(JournalError::Io(format!(
-                "the outcome of {key} is already recorded"
-            )));
-        }
-        Some(_) => {}
-    }
     let (run, node, index) = key_params(key);
     let text = to_json(&outcome)?;
-    c.prepare_cached(
-        "UPDATE calls SET outcome = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
-    )
-    .and_then(|mut s| s.execute(params![run, node, index, text]))
-    .map_err(sql)?;
-    c.prepare_cached("DELETE FROM leases WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3")
-        .and_then(|mut s| s.execute(params![run, node, index]))
-        .map_err(sql)?;
-    if let Some(charge) = charge {
-        let beneficiaries = to_json(&charge.beneficiaries)?;
-        let output_tokens = to_i64(charge.output_tokens)?;
-        c.prepare_cached(
-            "INSERT INTO charges \
-             (run_id, node_id, call_index, beneficiaries, generations, output_tokens) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    // The outcome, its charge, and the lease given up, in the row: only where no outcome is yet.
+    let (beneficiaries, generations, output_tokens) = match charge {
+        Some(charge) => (
+            Some(to_json(&charge.beneficiaries)?),
+            Some(charge.generations),
+            Some(to_i64(charge.output_tokens)?),
+        ),
+        None => (None, None, None),
+    };
+    let changed = c
+        .prepare_cached(
+            "UPDATE calls SET outcome = ?4, lease = NULL, beneficiaries = ?5, generations = ?6, \
+             output_tokens = ?7 \
+             WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3 AND outcome IS NULL",
         )
         .and_then(|mut s| {
             s.execute(params![
                 run,
                 node,
                 index,
+                text,
                 beneficiaries,
-                charge.generations,
+                generations,
                 output_tokens
             ])
         })
         .map_err(sql)?;
+    if changed == 0 {
+        return Err(match read_call(c, key)? {
+            None => no_identity(key),
+            Some(_) => JournalError::Io(format!("the outcome of {key} is already recorded")),
+        });
     }
     for event in events {
         push_event(c, &run, event)?;
@@ -308,7 +308,7 @@ pub(super) fn charges(c: &Connection, run: Option<&str>) -> Result<Vec<ChargeRow
     let rows = c
         .prepare_cached(
             "SELECT run_id, node_id, call_index, beneficiaries, generations, output_tokens \
-             FROM charges WHERE ?1 IS NULL OR run_id = ?1 \
+             FROM calls WHERE beneficiaries IS NOT NULL AND (?1 IS NULL OR run_id = ?1) \
              ORDER BY run_id, node_id, call_index",
         )
         .and_then(|mut s| {

@@ -3,7 +3,7 @@
 
 use super::errors::sql;
 use crate::journal::{JournalError, SCHEMA_VERSION};
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
 /// Schema version 1.
 pub(super) const SCHEMA_V1: &str = "
@@ -53,10 +53,34 @@ CREATE TABLE charges (
 );
 ";
 
-/// The leases on in-flight calls ([`crate::journal::lease`]). An additive table, created when
-/// missing by every read-write open, without a schema version of its own: a build that does not
-/// know it leaves it alone, and a journal without it has no lease to read.
-pub(super) const LEASES: &str = "
+/// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
+pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
+
+/// Schema version 3: one row per call, and no table beside its own index. A call's row holds
+/// its lease, its first request's `max_tokens` and its charge, so its identity is one `INSERT`
+/// and its outcome one `UPDATE` (before: rows in `calls`, `requests`, `leases` and `charges`);
+/// `calls` and `events` are `WITHOUT ROWID` tables, stored in their primary key's order, so a
+/// commit writes one page of each instead of a table page and an index page (and the
+/// `calls_by_attempt` index goes: the lineage check reads the run's calls by primary key). The
+/// tables are rebuilt (foreign keys are off during the migration, see `migrate`): the leases of
+/// unfinished calls and the charges move into their calls' rows; `requests` keeps the rows of
+/// later requests (a retry's) and those of request 1 written before version 3.
+pub(super) const SCHEMA_V3: &str = "
+CREATE TABLE calls_v3 (
+    run_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    call_index INTEGER NOT NULL,
+    attempt_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    requests INTEGER NOT NULL DEFAULT 0,
+    outcome TEXT,
+    lease TEXT,
+    max_tokens INTEGER,
+    beneficiaries TEXT,
+    generations INTEGER,
+    output_tokens INTEGER,
+    PRIMARY KEY (run_id, node_id, call_index)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leases (
     run_id TEXT NOT NULL,
     node_id TEXT NOT NULL,
@@ -64,9 +88,32 @@ CREATE TABLE IF NOT EXISTS leases (
     lease TEXT NOT NULL,
     PRIMARY KEY (run_id, node_id, call_index)
 );
+INSERT INTO calls_v3 (run_id, node_id, call_index, attempt_id, fingerprint, requests, outcome,
+    lease, beneficiaries, generations, output_tokens)
+SELECT c.run_id, c.node_id, c.call_index, c.attempt_id, c.fingerprint, c.requests, c.outcome,
+    CASE WHEN c.outcome IS NULL THEN l.lease END, g.beneficiaries, g.generations, g.output_tokens
+FROM calls c
+LEFT JOIN leases l
+    ON l.run_id = c.run_id AND l.node_id = c.node_id AND l.call_index = c.call_index
+LEFT JOIN charges g
+    ON g.run_id = c.run_id AND g.node_id = c.node_id AND g.call_index = c.call_index;
+DROP TABLE leases;
+DROP TABLE charges;
+DROP TABLE calls;
+ALTER TABLE calls_v3 RENAME TO calls;
+CREATE TABLE events_v3 (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    ts TEXT,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+INSERT INTO events_v3 (run_id, seq, kind, payload, ts)
+SELECT run_id, seq, kind, payload, ts FROM events;
+DROP TABLE events;
+ALTER TABLE events_v3 RENAME TO events;
 ";
-/// Schema version 2: each event keeps when it was recorded (the v2 `timestamp`).
-pub(super) const SCHEMA_V2: &str = "ALTER TABLE events ADD COLUMN ts TEXT;";
 
 /// The tables and columns this build reads and writes (checked on open).
 pub(super) const TABLES: &[(&str, &[&str])] = &[
@@ -81,6 +128,11 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
             "fingerprint",
             "requests",
             "outcome",
+            "lease",
+            "max_tokens",
+            "beneficiaries",
+            "generations",
+            "output_tokens",
         ],
     ),
     (
@@ -88,17 +140,6 @@ pub(super) const TABLES: &[(&str, &[&str])] = &[
         &["run_id", "node_id", "call_index", "n", "max_tokens"],
     ),
     ("events", &["run_id", "seq", "kind", "payload", "ts"]),
-    (
-        "charges",
-        &[
-            "run_id",
-            "node_id",
-            "call_index",
-            "beneficiaries",
-            "generations",
-            "output_tokens",
-        ],
-    ),
 ];
 
 pub(super) fn user_version(conn: &Connection) -> Result<u32, JournalError> {
@@ -134,7 +175,14 @@ pub(super) fn check_tables(conn: &Connection) -> Result<(), JournalError> {
 }
 
 /// Columns added after schema version 1, with the version that added each.
-const ADDED: &[(&str, &str, u32)] = &[("events", "ts", 2)];
+const ADDED: &[(&str, &str, u32)] = &[
+    ("events", "ts", 2),
+    ("calls", "lease", 3),
+    ("calls", "max_tokens", 3),
+    ("calls", "beneficiaries", 3),
+    ("calls", "generations", 3),
+    ("calls", "output_tokens", 3),
+];
 
 /// Checks the tables and columns a journal of schema `version` has.
 pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), JournalError> {
@@ -165,8 +213,19 @@ pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), Jou
     Ok(())
 }
 
-/// Brings the schema to [`SCHEMA_VERSION`], one step per version, in one transaction.
+/// Brings the schema to [`SCHEMA_VERSION`], one step per version, in one transaction, with
+/// foreign keys off (a step may rebuild a table others refer to: SQLite's procedure for it) and
+/// checked before the commit; they are on again afterwards.
 pub(super) fn migrate(conn: &mut Connection) -> Result<(), JournalError> {
+    conn.execute_batch("PRAGMA foreign_keys = OFF;")
+        .map_err(sql)?;
+    let migrated = migrate_in(conn);
+    conn.execute_batch("PRAGMA foreign_keys = ON;")
+        .map_err(sql)?;
+    migrated
+}
+
+fn migrate_in(conn: &mut Connection) -> Result<(), JournalError> {
     let tx = conn
         .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
         .map_err(sql)?;
@@ -186,6 +245,15 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), JournalError> {
         tx.pragma_update(None, "user_version", version)
             .map_err(sql)?;
     }
+    let broken: Option<String> = tx
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+        .optional()
+        .map_err(sql)?;
+    if let Some(table) = broken {
+        return Err(JournalError::Corrupt(format!(
+            "a row of table {table} refers to a call the journal does not hold"
+        )));
+    }
     tx.commit().map_err(sql)
 }
 
@@ -197,6 +265,7 @@ pub(super) fn migrate_step(conn: &Connection, from: u32) -> Result<(), JournalEr
             conn.execute_batch(SCHEMA_V1).map_err(sql)
         }
         1 => conn.execute_batch(SCHEMA_V2).map_err(sql),
+        2 => conn.execute_batch(SCHEMA_V3).map_err(sql),
         other => Err(JournalError::Corrupt(format!(
             "no migration from schema version {other}"
         ))),

@@ -1,4 +1,4 @@
-//! The [`Journal`] operations of [`SqliteJournal`]: each a task for the writer thread (`writer.rs`),
+//! The [`Journal`] operations of [`SqliteJournal`]: each a task for the writer (`writer.rs`, run by `combine.rs`),
 //! over the SQL of `rows.rs`.
 
 use super::SqliteJournal;
@@ -20,7 +20,7 @@ use wop_sdk::wire::{Event, RunEvent};
 impl Journal for SqliteJournal {
     fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>> {
         // Deferred: the run's first call identity, or its node's end, commits it.
-        self.submit(Durability::Deferred, move |c| {
+        self.submit_one_write(Durability::Deferred, move |c| {
             let meta = to_json(&run.meta)?;
             c.prepare_cached(
                 "INSERT OR IGNORE INTO runs (run_id, owner, replay_of, meta) VALUES (?1, ?2, ?3, ?4)",
@@ -59,8 +59,8 @@ impl Journal for SqliteJournal {
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
-        self.submit(Durability::Durable, move |c| {
-            begin_in(c, &key, &fingerprint, &attempt_id, None)
+        self.submit_one_write(Durability::Durable, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, None, None)
         })
     }
 
@@ -72,8 +72,8 @@ impl Journal for SqliteJournal {
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
-        self.submit(Durability::Durable, move |c| {
-            begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))
+        self.submit_one_write(Durability::Durable, move |c| {
+            begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens), None)
         })
     }
 
@@ -99,19 +99,15 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
         let (key, fingerprint, attempt_id) = (key.clone(), *fingerprint, attempt_id.to_owned());
         let lease = lease.clone();
-        self.submit(Durability::Durable, move |c| {
-            let begin = begin_in(c, &key, &fingerprint, &attempt_id, Some(max_tokens))?;
-            if begin == Begin::Fresh {
-                let (run, node, index) = key_params(&key);
-                let text = to_json(&lease)?;
-                c.prepare_cached(
-                    "INSERT OR REPLACE INTO leases (run_id, node_id, call_index, lease) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                )
-                .and_then(|mut s| s.execute(params![run, node, index, text]))
-                .map_err(sql)?;
-            }
-            Ok(begin)
+        self.submit_one_write(Durability::Durable, move |c| {
+            begin_in(
+                c,
+                &key,
+                &fingerprint,
+                &attempt_id,
+                Some(max_tokens),
+                Some(&lease),
+            )
         })
     }
 
@@ -130,7 +126,8 @@ impl Journal for SqliteJournal {
             let (run, node, index) = key_params(&key);
             let text = to_json(&lease)?;
             c.prepare_cached(
-                "UPDATE leases SET lease = ?4 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+                "UPDATE calls SET lease = ?4 \
+                 WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3 AND outcome IS NULL",
             )
             .and_then(|mut s| s.execute(params![run, node, index, text]))
             .map_err(sql)?;

@@ -1,5 +1,5 @@
-//! The writer thread: it owns the connection, drains the commands already queued and runs them
-//! in one transaction (group commit), one savepoint per command.
+//! The writer: it owns the connection and runs a batch of queued commands in one transaction
+//! (group commit), one savepoint per command. Which thread runs it is `combine.rs`'s business.
 //!
 //! A command is a read, a durable write or a deferred write ([`Durability`]). A durable write is
 //! answered after the commit that holds it. A deferred write is answered as soon as it ran: its
@@ -12,7 +12,6 @@
 use crate::journal::JournalError;
 use rusqlite::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -33,9 +32,12 @@ pub(super) enum Durability {
     Deferred,
 }
 
-/// A command for the journal thread, type-erased.
+/// A command for the writer, type-erased.
 pub(super) trait Task: Send {
     fn durability(&self) -> Durability;
+    /// The command writes with one statement at most (SQLite undoes a failing statement itself):
+    /// it needs no savepoint of its own.
+    fn one_write(&self) -> bool;
     /// Runs the command; true when it succeeded.
     fn exec(&mut self, conn: &Connection) -> bool;
     /// Answers the caller: the command's own result, or `failure` when its batch was lost.
@@ -44,6 +46,7 @@ pub(super) trait Task: Send {
 
 pub(super) struct Job<T, F> {
     pub(super) durability: Durability,
+    pub(super) one_write: bool,
     pub(super) work: Option<F>,
     pub(super) result: Option<Result<T, JournalError>>,
     pub(super) reply: oneshot::Sender<Result<T, JournalError>>,
@@ -56,6 +59,10 @@ where
 {
     fn durability(&self) -> Durability {
         self.durability
+    }
+
+    fn one_write(&self) -> bool {
+        self.one_write
     }
 
     fn exec(&mut self, conn: &Connection) -> bool {
@@ -104,21 +111,21 @@ impl Shared {
         self.window_ns.store(ns, Ordering::Relaxed);
     }
 
-    fn window(&self) -> Duration {
+    pub(super) fn window(&self) -> Duration {
         Duration::from_nanos(self.window_ns.load(Ordering::Relaxed))
     }
 }
 
-/// The thread's state: the connection, and the transaction left open by deferred writes.
-pub(super) struct Writer<'a> {
+/// The writer's state: the connection, and the transaction left open by deferred writes.
+pub(super) struct Writer {
     conn: Connection,
-    shared: &'a Shared,
+    shared: std::sync::Arc<Shared>,
     /// When the open transaction began, and how many deferred writes it holds.
     open: Option<(Instant, u64)>,
 }
 
-impl<'a> Writer<'a> {
-    pub(super) fn new(conn: Connection, shared: &'a Shared) -> Self {
+impl Writer {
+    pub(super) fn new(conn: Connection, shared: std::sync::Arc<Shared>) -> Self {
         Self {
             conn,
             shared,
@@ -126,38 +133,21 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Runs commands until every sender is gone, then commits what is open and closes.
-    pub(super) fn run(mut self, rx: &mpsc::Receiver<Box<dyn Task>>) {
-        loop {
-            let first = match self.open {
-                None => match rx.recv() {
-                    Ok(task) => task,
-                    Err(_) => break,
-                },
-                Some((since, _)) => {
-                    let end = since.checked_add(self.shared.window());
-                    let left = end.map_or(Duration::from_secs(3600), |end| {
-                        end.saturating_duration_since(Instant::now())
-                    });
-                    match rx.recv_timeout(left) {
-                        Ok(task) => task,
-                        Err(mpsc::RecvTimeoutError::Timeout) => {
-                            let _ = self.commit();
-                            continue;
-                        }
-                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                    }
-                }
-            };
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(task) => batch.push(task),
-                    Err(_) => break,
-                }
-            }
-            self.run_batch(batch);
+    /// When the transaction left open by deferred writes must be committed, if one is.
+    pub(super) fn due(&self) -> Option<Instant> {
+        self.open
+            .and_then(|(since, _)| since.checked_add(self.shared.window()))
+    }
+
+    /// Commits the open transaction when its flush window has ended.
+    pub(super) fn commit_if_due(&mut self) {
+        if self.due().is_some_and(|due| due <= Instant::now()) {
+            let _ = self.commit();
         }
+    }
+
+    /// Commits what is open and closes the connection.
+    pub(super) fn close(mut self) {
         let _ = self.commit();
         let _ = self.conn.close();
     }
@@ -225,7 +215,8 @@ impl<'a> Writer<'a> {
         }
         let mut lost: Option<JournalError> = None;
         for task in &mut batch {
-            if let Err(e) = execute_cached(&self.conn, "SAVEPOINT wop_cmd") {
+            let savepoint = !task.one_write();
+            if savepoint && let Err(e) = execute_cached(&self.conn, "SAVEPOINT wop_cmd") {
                 lost = Some(sql(e));
                 break;
             }
@@ -236,6 +227,9 @@ impl<'a> Writer<'a> {
                     "the journal transaction was rolled back by a storage error".into(),
                 ));
                 break;
+            }
+            if !savepoint {
+                continue;
             }
             let end = if ok {
                 execute_cached(&self.conn, "RELEASE wop_cmd")

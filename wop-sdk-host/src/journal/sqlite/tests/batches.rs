@@ -7,13 +7,20 @@ use std::time::Duration;
 #[tokio::test]
 async fn a_failing_command_fails_alone_in_its_batch() {
     let path = temp_path("batch");
-    let j = SqliteJournal::open(&path).expect("open");
+    let j = Arc::new(SqliteJournal::open(&path).expect("open"));
     let commits = j.commits();
-    // Hold the thread so the next commands queue up and run as one batch.
-    let hold = j.submit(Durability::Read, |_| {
-        std::thread::sleep(Duration::from_millis(300));
-        Ok(())
-    });
+    // Another thread holds the writer, so the next commands queue up; it runs them as one batch
+    // when its own command is done.
+    let holder = {
+        let j = Arc::clone(&j);
+        std::thread::spawn(move || {
+            j.submit(Durability::Read, |_| {
+                std::thread::sleep(Duration::from_millis(300));
+                Ok(())
+            })
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
     let (k1, k2, k3) = (key("r1", 1), key("r1", 2), key("nope", 0));
     let fp = Fingerprint([1; 32]);
     let a = j.begin(&k1, &fp, "a-1");
@@ -27,6 +34,7 @@ async fn a_failing_command_fails_alone_in_its_batch() {
     };
     let b = j.finish(&k1, first, None, Vec::new());
     let again = j.finish(&k1, second, None, Vec::new());
+    let hold = holder.join().expect("the holder's thread");
     hold.await.expect("hold");
     assert_eq!(a.await, Ok(Begin::Fresh));
     assert!(matches!(bad.await, Err(JournalError::Io(m)) if m.contains("no identity")));
@@ -182,6 +190,64 @@ async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
     );
     let events = j.events(&RunId::new("run-1")).await.expect("events");
     assert_ne!(events[3].timestamp, UNKNOWN_TIME);
+    drop(j);
+    let c = Connection::open(&path).expect("plain open");
+    assert_eq!(user_version(&c), Ok(SCHEMA_VERSION));
+    drop(c);
+    cleanup(&path);
+}
+
+#[tokio::test]
+async fn a_schema_2_journal_migrates_its_leases_and_charges_into_the_calls() {
+    let path = temp_path("schema-2");
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+    let lease = r#"{"holder":"h-1","pid":1,"boot":"","heartbeatMs":5}"#;
+    {
+        // A journal as version 2 wrote it: leases in their own table.
+        let c = Connection::open(&path).expect("plain open");
+        c.execute_batch(super::schema::SCHEMA_V1).expect("schema 1");
+        c.execute_batch(super::schema::SCHEMA_V2).expect("schema 2");
+        c.execute_batch(
+            "CREATE TABLE leases (run_id TEXT NOT NULL, node_id TEXT NOT NULL, \
+             call_index INTEGER NOT NULL, lease TEXT NOT NULL, \
+             PRIMARY KEY (run_id, node_id, call_index));",
+        )
+        .expect("leases");
+        c.pragma_update(None, "user_version", 2).expect("version");
+        for (index, outcome) in [
+            (0, None),
+            (1, Some(r#"{"kind":"completed","result":"{}"}"#)),
+        ] {
+            c.execute(
+                "INSERT INTO calls (run_id, node_id, call_index, attempt_id, fingerprint, \
+                 requests, outcome) VALUES ('r1', 'n1', ?1, 'a', ?2, 1, ?3)",
+                rusqlite::params![index, Fingerprint([1; 32]).to_hex(), outcome],
+            )
+            .expect("call");
+            c.execute(
+                "INSERT INTO leases VALUES ('r1', 'n1', ?1, ?2)",
+                rusqlite::params![index, lease],
+            )
+            .expect("lease");
+        }
+        c.execute(
+            "INSERT INTO charges VALUES ('r1', 'n1', 1, '[\"ana\"]', 1, 7)",
+            [],
+        )
+        .expect("charge");
+    }
+    let j = SqliteJournal::open(&path).expect("migrates");
+    let held = j.leased(&key("r1", 0)).await.expect("read");
+    assert_eq!(
+        held.map(|l| l.pid),
+        Some(1),
+        "the unfinished call keeps its lease"
+    );
+    assert_eq!(
+        j.leased(&key("r1", 1)).await,
+        Ok(None),
+        "a finished call has none"
+    );
     drop(j);
     let c = Connection::open(&path).expect("plain open");
     assert_eq!(user_version(&c), Ok(SCHEMA_VERSION));

@@ -160,7 +160,7 @@ fn committed_lease(path: &Path, k: &AttemptKey) -> Option<String> {
     let c = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .expect("a second connection");
     c.query_row(
-        "SELECT lease FROM leases WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
+        "SELECT lease FROM calls WHERE run_id = ?1 AND node_id = ?2 AND call_index = ?3",
         rusqlite::params![k.run_id.as_str(), k.node_id, k.call_index],
         |r| r.get::<_, String>(0),
     )
