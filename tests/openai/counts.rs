@@ -3,61 +3,19 @@
 //! reply without usage), and each failure's cause reaches the user: its class and what to check
 //! in the public message, the status and the server's own words at `-v`, never the key.
 
+use super::read_right::{book_ai_with_key, outline_args, outline_reply};
 use super::*;
 
-const OUTLINE: &str = "community.demo.bookai.plan-outline";
-
-fn brief() -> String {
-    json!({"premise": "A keeper's ledger, torn.", "chapters": 1, "scenesPerChapter": 2}).to_string()
-}
-
-/// The bundled script's outline step, with `usage` as given.
-fn outline_reply(usage: Value) -> Answer {
-    let steps: Value = serde_json::from_str(demo::SCRIPT).expect("script.json");
-    let mut step = steps[1].clone();
-    step["usage"] = usage;
-    scripted(&step)
-}
-
 /// `book_ai run --node plan-outline --provider openai --base-url BASE` plus `extra`: the exit
-/// code, the standard output and the standard error (progress lines, tracing).
+/// code, the standard output and the standard error (progress lines, tracing); the key is in
+/// neither.
 async fn run_outline(base: &str, extra: &[&str]) -> (Option<i32>, String, String) {
-    let input = brief();
-    let mut args: Vec<String> = [
-        "run",
-        "--node",
-        OUTLINE,
-        "--input-json",
-        &input,
-        "--provider",
-        "openai",
-        "--base-url",
-        base,
-        "--model",
-        "test-model",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    args.extend(extra.iter().map(|s| (*s).to_owned()));
-    let bin = book_ai_binary();
-    let o = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(bin)
-            .args(args)
-            .env("OPENAI_API_KEY", KEY)
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("the example runs")
-    })
-    .await
-    .expect("joined");
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    let (code, stdout, stderr) = book_ai_with_key(outline_args(base, extra), KEY).await;
     assert!(
         !stdout.contains(KEY) && !stderr.contains(KEY),
         "the key leaked"
     );
-    (o.status.code(), stdout, stderr)
+    (code, stdout, stderr)
 }
 
 /// [`run_outline`] with `--json`: the exit code and the outcome as JSON.

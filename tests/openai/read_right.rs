@@ -10,7 +10,7 @@ use std::process::Stdio;
 const OUTLINE: &str = "community.demo.bookai.plan-outline";
 
 /// `book_ai run --node plan-outline --provider openai --base-url BASE` plus `extra`.
-fn outline_args(base: &str, extra: &[&str]) -> Vec<String> {
+pub(super) fn outline_args(base: &str, extra: &[&str]) -> Vec<String> {
     let input =
         json!({"premise": "A keeper's ledger, torn.", "chapters": 1, "scenesPerChapter": 2});
     let mut args: Vec<String> = [
