@@ -26,7 +26,7 @@ mod tree;
 
 use crate::error::{Result, WopError};
 use gates::{Gate, entry, exported_type_ids};
-pub use registry::{is_checkout, registry_gates};
+pub use registry::{is_checkout, registry_gates, run as run_in_registry};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

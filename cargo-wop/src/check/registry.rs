@@ -28,7 +28,9 @@ pub fn is_checkout(root: &Path) -> bool {
         && root.join("registry/scripts/build-index.mjs").is_file()
 }
 
-fn run(root: &Path, program: &str, args: &[&str]) -> Result<(bool, String)> {
+/// `program ARGS` run in the registry folder `root`: whether it succeeded, and what it printed
+/// (standard output, then standard error).
+pub fn run(root: &Path, program: &str, args: &[&str]) -> Result<(bool, String)> {
     let out = Command::new(program)
         .args(args)
         .current_dir(root)

@@ -183,6 +183,55 @@ fn insert_entry(text: &str, entry: &Value) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A registry folder holding `alice-1`'s public key and a `signingKeys` entry for it that
+    /// grants `community.bob.*` only.
+    fn registry(key: &VerifyingKey) -> std::path::PathBuf {
+        let root = std::env::temp_dir().join(format!("wop-grant-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write =
+            |rel: &str, bytes: &[u8]| crate::error::write(&root.join(rel), bytes).expect("written");
+        write(
+            &key_file("alice-1"),
+            public_pem(key).expect("pem").as_bytes(),
+        );
+        let entry = signing_keys_entry("alice-1", &["community.bob.*".to_owned()], None);
+        write(DISCOVERY, &pretty(&json!({"signingKeys": [entry]})));
+        root
+    }
+
+    #[test]
+    fn a_grant_is_never_widened_nor_a_key_replaced() {
+        let key = ed25519_dalek::SigningKey::from_bytes(&[1; 32]).verifying_key();
+        let root = registry(&key);
+        let staging = Staging::new(&root).expect("staging");
+        // Known key, its entry covers another namespace: refused, even with --add-key.
+        let e =
+            ensure(&staging, &key, "alice-1", "community.alice.x", true).expect_err("not covered");
+        assert!(
+            e.message.contains("does not cover community.alice.x"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("maintainers' decision"), "{}", e.message);
+        // Covered: nothing to add, nothing written.
+        assert_eq!(
+            ensure(&staging, &key, "alice-1", "community.bob.x", false).expect("ok"),
+            Vec::<String>::new()
+        );
+        // Another key under the same id: refused.
+        let other = ed25519_dalek::SigningKey::from_bytes(&[2; 32]).verifying_key();
+        let e =
+            ensure(&staging, &other, "alice-1", "community.bob.x", true).expect_err("another key");
+        assert!(
+            e.message
+                .contains("holds another public key under the id alice-1"),
+            "{}",
+            e.message
+        );
+        drop(staging);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
     #[test]
     fn an_entry_is_appended_and_nothing_else_moves() {
         let text = "{\n  \"z\": 1,\n  \"signingKeys\": [\n    {\"keyId\": \"a]\\\"\"}\n  ],\n  \"a\": [2]\n}\n";

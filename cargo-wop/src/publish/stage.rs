@@ -5,7 +5,6 @@
 
 use crate::error::{Result, WopError};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Folders of a registry checkout that are not copied: they are not the registry's content.
 const SKIPPED: &[&str] = &[".git", "node_modules", "dist"];
@@ -108,28 +107,15 @@ impl Staging {
     /// Runs the registry's script `script` (a path relative to the folder) with Node in the
     /// staging copy, as its README's publish flow does.
     pub fn run_script(&self, script: &str, args: &[&str]) -> Result<String> {
-        let out = Command::new("node")
-            .arg(script)
-            .args(args)
-            .current_dir(&self.dir)
-            .output()
-            .map_err(|e| {
-                WopError::failed(format!(
-                    "node {script}: cannot run Node ({e}): the registry's scripts need Node >= 20"
-                ))
-            })?;
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if out.status.success() {
+        let mut argv = vec![script];
+        argv.extend_from_slice(args);
+        let (ok, text) = crate::check::run_in_registry(&self.dir, "node", &argv)?;
+        if ok {
             Ok(text)
         } else {
             Err(WopError::failed(format!(
-                "the registry's `node {script} {}` failed ({}):\n{}",
-                args.join(" "),
-                out.status,
+                "the registry's `node {}` failed:\n{}",
+                argv.join(" "),
                 text.trim_end()
             )))
         }
