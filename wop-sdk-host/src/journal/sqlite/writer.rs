@@ -94,6 +94,8 @@ pub(super) struct Shared {
     window_ns: AtomicU64,
     /// Transactions committed.
     pub(super) commits: AtomicU64,
+    /// `fdatasync`s of the WAL made after a commit: one per commit.
+    pub(super) syncs: AtomicU64,
 }
 
 impl Shared {
@@ -101,6 +103,7 @@ impl Shared {
         let shared = Self {
             window_ns: AtomicU64::new(0),
             commits: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
         };
         shared.set_window(window);
         shared
@@ -116,19 +119,71 @@ impl Shared {
     }
 }
 
-/// The writer's state: the connection, and the transaction left open by deferred writes.
+/// The writer's state: the connection, the WAL it makes durable, and the transaction left open
+/// by deferred writes.
 pub(super) struct Writer {
     conn: Connection,
     shared: std::sync::Arc<Shared>,
+    wal: WalSync,
     /// When the open transaction began, and how many deferred writes it holds.
     open: Option<(Instant, u64)>,
 }
 
+/// The WAL file, made durable by the journal after each commit.
+///
+/// The connection runs with `synchronous = NORMAL`: SQLite writes a commit's frames into the WAL
+/// and syncs nothing at the commit (it still syncs the WAL's header at a restart, and the WAL and
+/// the database around each checkpoint). The journal then calls `fdatasync` on the WAL itself,
+/// before anyone is told the commit is durable. That is what `synchronous = FULL` does, with two
+/// differences: the bundled SQLite calls `fsync`, which also writes the file's changed mtime to
+/// the file system's journal (BENCHMARKS.md §12: 0.8x the rate of `fdatasync` here), and
+/// another connection can read the commit a moment before it is on the disk (a machine crash in
+/// that moment loses it for both; a process crash loses nothing, the page cache has it).
+///
+/// The file is opened after the first commit (SQLite has created it by then) and kept: SQLite
+/// deletes the WAL only when its last connection closes, and the writer's connection stays open,
+/// so the handle names the live WAL as long as the writer lives (a checkpoint that truncates or
+/// restarts it writes the same file).
+struct WalSync {
+    path: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl WalSync {
+    fn sync(&mut self) -> Result<(), JournalError> {
+        let failed = |e: std::io::Error| {
+            JournalError::Io(format!(
+                "the journal could not make its commit durable: fdatasync of {}: {e}",
+                self.path.display()
+            ))
+        };
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .map_err(failed)?,
+            ),
+        };
+        file.sync_data().map_err(failed)
+    }
+}
+
 impl Writer {
-    pub(super) fn new(conn: Connection, shared: std::sync::Arc<Shared>) -> Self {
+    /// `wal`: the WAL file of `conn`'s database (`<path>-wal`).
+    pub(super) fn new(
+        conn: Connection,
+        shared: std::sync::Arc<Shared>,
+        wal: std::path::PathBuf,
+    ) -> Self {
         Self {
             conn,
             shared,
+            wal: WalSync {
+                path: wal,
+                file: None,
+            },
             open: None,
         }
     }
@@ -152,13 +207,24 @@ impl Writer {
         let _ = self.conn.close();
     }
 
-    /// Commits the open transaction, if any.
+    /// Commits the open transaction, if any, and makes it durable (the WAL's `fdatasync`).
     fn commit(&mut self) -> Option<JournalError> {
         let (_, deferred) = self.open.take()?;
         match execute_cached(&self.conn, "COMMIT") {
             Ok(()) => {
                 self.shared.commits.fetch_add(1, Ordering::Relaxed);
-                None
+                // Committed but perhaps not on the disk: whoever waits for this commit is told
+                // so. What it wrote stays readable; a crash may keep it or lose it.
+                let synced = self.wal.sync();
+                if synced.is_ok() {
+                    self.shared.syncs.fetch_add(1, Ordering::Relaxed);
+                } else if deferred > 0 {
+                    tracing::error!(
+                        deferred,
+                        "the journal could not make deferred writes durable"
+                    );
+                }
+                synced.err()
             }
             Err(e) => {
                 if !self.conn.is_autocommit() {

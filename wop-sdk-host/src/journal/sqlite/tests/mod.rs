@@ -148,6 +148,50 @@ async fn the_first_request_is_durable_with_the_identity_in_one_commit() {
     cleanup(&path);
 }
 
+/// SQLite does not sync at a commit (`synchronous = NORMAL`); the writer syncs the WAL after every
+/// commit, checkpoints included (a checkpoint restarts the WAL, whose file the writer keeps open).
+#[tokio::test]
+async fn every_commit_is_followed_by_a_sync_of_the_wal() {
+    let path = temp_path("wal-sync");
+    let j = SqliteJournal::open(&path).expect("open");
+    let level: i64 = j
+        .submit(Durability::Read, |c| {
+            c.query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .map_err(errors::sql)
+        })
+        .await
+        .expect("synchronous");
+    assert_eq!(level, 1, "NORMAL: the writer syncs");
+    let (commits, syncs) = (j.commits(), j.core.shared.syncs.load(Ordering::Relaxed));
+    let fp = Fingerprint([1; 32]);
+    for i in 0..40 {
+        assert_eq!(
+            j.begin_first_request(&key("r1", i), &fp, "a", 64).await,
+            Ok(Begin::Fresh)
+        );
+        if i % 10 == 9 {
+            let (busy, _, _): (i64, i64, i64) = j
+                .submit(Durability::Read, |c| {
+                    c.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })
+                    .map_err(errors::sql)
+                })
+                .await
+                .expect("checkpoint");
+            assert_eq!(busy, 0, "the checkpoint ran");
+        }
+    }
+    let made = j.commits() - commits;
+    assert_eq!(made, 40, "one commit per durable write");
+    assert_eq!(j.core.shared.syncs.load(Ordering::Relaxed) - syncs, made);
+    drop(j);
+    let j = SqliteJournal::open(&path).expect("reopen");
+    assert_eq!(j.call_count().await, Ok(40));
+    drop(j);
+    cleanup(&path);
+}
+
 #[tokio::test]
 async fn a_begun_call_is_unfinished_after_reopen() {
     let path = temp_path("begin-reopen");
