@@ -249,6 +249,7 @@ impl SqliteJournal {
         self.submit_job(durability, true, work)
     }
 
+    /// [`SqliteJournal::submit`], or [`SqliteJournal::submit_one_write`] when `one_write`.
     fn submit_job<T, F>(
         &self,
         durability: Durability,

@@ -152,7 +152,9 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let key = key.clone();
         // Deferred: the next call's identity, or the node's end, commits it (see the module).
-        self.submit(Durability::Deferred, move |c| {
+        // Without events it is one statement (the row's update), which needs no savepoint.
+        let one_write = events.is_empty();
+        self.submit_job(Durability::Deferred, one_write, move |c| {
             super::rows::finish(c, &key, &outcome, charge.as_ref(), &events)
         })
     }
@@ -219,7 +221,8 @@ impl Journal for SqliteJournal {
             Event::NodeCompleted(_) | Event::NodeFailed(_) => Durability::Durable,
             _ => Durability::Deferred,
         };
-        self.submit(durability, move |c| {
+        // One statement writes (the insert; the sequence is read before it).
+        self.submit_one_write(durability, move |c| {
             checked(&event)?;
             push_event(c, &run, &event)
         })

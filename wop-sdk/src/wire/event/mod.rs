@@ -211,13 +211,33 @@ pub fn rfc3339(t: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    let (hour, minute, second) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    let millis = d.subsec_millis();
+    let Ok(year4 @ 0..=9999) = u16::try_from(year) else {
+        return format!(
+            "{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z"
+        );
+    };
+    // Every field in range: written digit by digit (an event's timestamp is taken per event;
+    // `format!` cost ten times as much).
+    let mut out = String::with_capacity(24);
+    push_digits(&mut out, u64::from(year4), 4);
+    let fields = [month as u64, day as u64, hour, minute, second];
+    for (field, sep) in fields.into_iter().zip(['-', '-', 'T', ':', ':']) {
+        out.push(sep);
+        push_digits(&mut out, field, 2);
+    }
+    out.push('.');
+    push_digits(&mut out, u64::from(millis), 3);
+    out.push('Z');
+    out
+}
+
+/// `v` in `width` decimal digits, zero-padded (`v` < 10^width).
+fn push_digits(out: &mut String, v: u64, width: u32) {
+    for place in (0..width).rev() {
+        out.push(char::from(b'0' + (v / 10u64.pow(place) % 10) as u8));
+    }
 }
 
 /// The id of the event at `sequence` of `run_id`: 32 hex characters derived from both, so the

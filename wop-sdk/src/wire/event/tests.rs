@@ -10,6 +10,52 @@ fn timestamps_are_rfc3339_utc() {
     assert_eq!(rfc3339(t), "2024-02-29T00:00:00.123Z");
     let t = UNIX_EPOCH + Duration::from_secs(4_102_444_799); // last second of 2099
     assert_eq!(rfc3339(t), "2099-12-31T23:59:59.000Z");
+    let t = UNIX_EPOCH + Duration::from_secs(253_402_300_799) + Duration::from_millis(999);
+    assert_eq!(rfc3339(t), "9999-12-31T23:59:59.999Z");
+    let t = UNIX_EPOCH + Duration::from_secs(253_402_300_800 + 86_400 + 3_661);
+    assert_eq!(
+        rfc3339(t),
+        "10000-01-02T01:01:01.000Z",
+        "past 9999: five digits"
+    );
+}
+
+#[test]
+fn timestamps_agree_with_a_formatted_civil_date_over_four_centuries() {
+    // Every 7th day and an odd time of day, 1970..2370, against the fields formatted by `format!`.
+    for day in (0..146_097u64).step_by(7) {
+        let secs = day * 86_400 + (day * 7_919) % 86_400;
+        let t = UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_millis(day % 1000);
+        let text = rfc3339(t);
+        let (date, time) = text.split_once('T').expect("a T");
+        let rem = secs % 86_400;
+        assert_eq!(
+            time,
+            format!(
+                "{:02}:{:02}:{:02}.{:03}Z",
+                rem / 3600,
+                rem % 3600 / 60,
+                rem % 60,
+                day % 1000
+            )
+        );
+        let parts: Vec<u32> = date
+            .split('-')
+            .map(|p| p.parse().expect("digits"))
+            .collect();
+        let [y, m, d] = parts[..] else {
+            panic!("{text}: not a date")
+        };
+        assert!((1..=12).contains(&m) && (1..=31).contains(&d), "{text}");
+        assert_eq!(date.len(), 10, "{text}");
+        // Days since the epoch, back from the civil date (the inverse of Hinnant's algorithm).
+        let (y, m) = (i64::from(y) - i64::from(m <= 2), i64::from(m));
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        assert_eq!(era * 146_097 + doe - 719_468, day as i64, "{text}");
+    }
 }
 
 #[test]
