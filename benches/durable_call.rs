@@ -7,9 +7,12 @@
 //!    syscall's own CPU), and the rest of the wall time (blocked in the fsync, or waiting for a
 //!    wake-up). The same with the in-memory journal gives the host's path alone.
 //! 2. Store floors, each a loop on this thread doing what one durable call must write: the raw
-//!    fsync rates, SQLite with one row per call (`synchronous` FULL and NORMAL), an append-only
+//!    fsync rates, SQLite with one row per call (`synchronous` FULL, NORMAL, and NORMAL with an
+//!    `fdatasync` of the WAL after each commit, the journal's way), an append-only
 //!    log of checksummed records with `fdatasync` (appended, and into a preallocated region), and
 //!    the same log written by a second thread behind a channel (the hand-off's cost).
+//! 3. Many callers: 32 concurrent callers on the SQLite journal and on the in-memory one, with the
+//!    cores' time a call and how busy the cores were (bound by the CPU or by the disk).
 //!
 //! `cargo bench --bench durable_call` (see BENCHMARKS.md). `WOP_BENCH_SECS`: each figure's length
 //! (default 2). Prints figures; asserts nothing about time.
@@ -26,6 +29,8 @@ use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
 use wop_sdk_host::local::LocalHost;
 
 const CALLS_PER_RUN: u32 = 20;
+/// Callers of the many-caller run (as `benches/durability.rs`).
+const MANY: usize = 32;
 
 fn secs() -> Duration {
     let s = std::env::var("WOP_BENCH_SECS")
@@ -90,6 +95,12 @@ fn threads() -> [Times; 3] {
 
 /// One caller, runs of `CALLS_PER_RUN` calls on `journal`: calls, wall time, thread times spent.
 fn one_caller(journal: Arc<dyn Journal>, d: Duration) -> (u64, Duration, [Times; 3]) {
+    callers(journal, 1, d)
+}
+
+/// `n` concurrent callers (tasks), each running runs of `CALLS_PER_RUN` calls on `journal`:
+/// calls, wall time, thread times spent.
+fn callers(journal: Arc<dyn Journal>, n: usize, d: Duration) -> (u64, Duration, [Times; 3]) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -98,6 +109,7 @@ fn one_caller(journal: Arc<dyn Journal>, d: Duration) -> (u64, Duration, [Times;
     let host = LocalHost::builder()
         .provider(Instant::default())
         .journal(journal)
+        .max_concurrent_generations(n.max(8))
         .build();
     let node = Caller {
         calls: CALLS_PER_RUN,
@@ -108,14 +120,23 @@ fn one_caller(journal: Arc<dyn Journal>, d: Duration) -> (u64, Duration, [Times;
         let _ = host.run(&node, common::input()).await;
         let before = threads();
         let start = Clock::now();
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                let h = host.clone();
+                tokio::spawn(async move {
+                    let mut calls = 0u64;
+                    while start.elapsed() < d {
+                        let out = h.run(&node, common::input()).await;
+                        assert!(out.result.is_ok(), "{:?}", out.result);
+                        calls += u64::from(CALLS_PER_RUN);
+                    }
+                    calls
+                })
+            })
+            .collect();
         let mut calls = 0u64;
-        while start.elapsed() < d {
-            let h = host.clone();
-            let out = tokio::spawn(async move { h.run(&node, common::input()).await })
-                .await
-                .expect("run");
-            assert!(out.result.is_ok(), "{:?}", out.result);
-            calls += u64::from(CALLS_PER_RUN);
+        for t in tasks {
+            calls += t.await.expect("caller");
         }
         let elapsed = start.elapsed();
         let after = threads();
@@ -166,8 +187,15 @@ fn fsync_rate(dir: &Path, append: bool, size: usize, full: bool, d: Duration) ->
 
 /// SQLite, one row per call: each commit inserts the call (identity, fingerprint, first request,
 /// lease) and writes the previous call's outcome and charge into its row, clearing its lease.
+/// `synchronous` is the pragma's value, or `"NORMAL+fdatasync"`: `NORMAL`, then an `fdatasync` of
+/// the WAL after each commit (the journal's way).
 fn sqlite_one_row(dir: &Path, synchronous: &str, d: Duration) -> f64 {
-    let path = dir.join(format!("row-{synchronous}.sqlite"));
+    let (synchronous, own_sync) = match synchronous.split_once('+') {
+        Some((level, _)) => (level, true),
+        None => (synchronous, false),
+    };
+    let name = format!("row-{synchronous}-{own_sync}.sqlite");
+    let path = dir.join(&name);
     let conn = rusqlite::Connection::open(&path).expect("open");
     conn.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; \
@@ -176,6 +204,10 @@ fn sqlite_one_row(dir: &Path, synchronous: &str, d: Duration) -> f64 {
          PRIMARY KEY (run, node, idx)) WITHOUT ROWID;"
     ))
     .expect("schema");
+    let wal = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(format!("{name}-wal")))
+        .expect("the WAL");
     let lease = r#"{"holder":"h-1","pid":4242,"boot":"0b6c","heartbeatMs":1764860000000}"#;
     let outcome = r#"{"kind":"completed","result":"{\"line\":\"the quick brown fox\",\"n\":7}"}"#;
     let (start, mut n) = (Clock::now(), 0i64);
@@ -196,12 +228,15 @@ fn sqlite_one_row(dir: &Path, synchronous: &str, d: Duration) -> f64 {
         .and_then(|mut s| s.execute(rusqlite::params![n, [7u8; 32], lease]))
         .expect("insert");
         conn.execute_batch("COMMIT").expect("commit");
+        if own_sync {
+            wal.sync_data().expect("fdatasync");
+        }
         n += 1;
     }
     let rate = n as f64 / start.elapsed().as_secs_f64();
     drop(conn);
     for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(dir.join(format!("row-{synchronous}.sqlite{suffix}")));
+        let _ = std::fs::remove_file(dir.join(format!("{name}{suffix}")));
     }
     rate
 }
@@ -289,7 +324,14 @@ fn main() {
     let sq_commits = sq.commits();
     drop(sq);
     let (mem_calls, mem_wall, mem_t) = one_caller(Arc::new(MemoryJournal::new()), d);
+    let many = Arc::new(SqliteJournal::open(dir.join("many.sqlite")).expect("open"));
+    let (many_calls, many_wall, many_t) = callers(many.clone(), MANY, d);
+    let many_commits = many.commits();
+    drop(many);
+    let (mem_many_calls, mem_many_wall, mem_many_t) =
+        callers(Arc::new(MemoryJournal::new()), MANY, d);
     let row_full = sqlite_one_row(&dir, "FULL", d);
+    let row_own = sqlite_one_row(&dir, "NORMAL+fdatasync", d);
     let row_normal = sqlite_one_row(&dir, "NORMAL", d);
     let log_append = log_rate(&dir, false, d);
     let log_prealloc = log_rate(&dir, true, d);
@@ -346,11 +388,41 @@ fn main() {
         us(mem_t[0].cpu, mem_calls),
         us(mem_t[2].cpu, mem_calls)
     );
+    // Many callers: the cores' time a call, against what two cores give (the machine's limit
+    // when the callers are bound by the CPU, not the disk).
+    let core_us = |t: &[Times; 3], calls: u64| us(t.iter().map(|t| t.cpu).sum(), calls);
+    let rate = |calls: u64, wall: Duration| calls as f64 / wall.as_secs_f64();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    println!(
+        "  SQLite journal, {MANY} callers: {:.0} calls/s ({:.1}x one caller), {:.2} commits a call; \
+         on the CPU {:.1} us a call (workers {:.1}, of it {:.1} in the kernel; others {:.1}); \
+         the {cores} cores busy {:.0}% of the time; waiting for a core {:.1} us a call",
+        rate(many_calls, many_wall),
+        rate(many_calls, many_wall) / rate(sq_calls, sq_wall),
+        many_commits as f64 / many_calls as f64,
+        core_us(&many_t, many_calls),
+        us(many_t[0].cpu, many_calls),
+        us(many_t[0].sys_ticks * tick, many_calls),
+        us(many_t[1].cpu + many_t[2].cpu, many_calls),
+        100.0 * many_t.iter().map(|t| t.cpu).sum::<u64>() as f64
+            / (cores as f64 * many_wall.as_nanos() as f64),
+        us(many_t.iter().map(|t| t.queued).sum(), many_calls),
+    );
+    println!(
+        "  in-memory journal, {MANY} callers: {:.0} calls/s ({:.1}x the SQLite journal's one caller); on the CPU {:.1} us a call",
+        rate(mem_many_calls, mem_many_wall),
+        rate(mem_many_calls, mem_many_wall) / rate(sq_calls, sq_wall),
+        core_us(&mem_many_t, mem_many_calls),
+    );
     let pct = |r: f64| 100.0 * r / raw;
     println!("  store floors (one durable write a call, this thread, no host):");
     println!(
         "    SQLite one row per call, synchronous=FULL   {row_full:>6.0} /s  {:>5.1}%",
         pct(row_full)
+    );
+    println!(
+        "    SQLite one row per call, NORMAL + fdatasync  {row_own:>6.0} /s  {:>5.1}% (the journal's way)",
+        pct(row_own)
     );
     println!(
         "    SQLite one row per call, synchronous=NORMAL {row_normal:>6.0} /s  {:>5.1}% (no sync per commit)",
