@@ -266,7 +266,7 @@ impl Writer {
     /// Commits the open transaction when its flush window has ended; returns it to settle (its
     /// sync), if it committed.
     pub(super) fn commit_if_due(&mut self) -> Option<Settle> {
-        if self.due().is_none_or(|due| due > Instant::now()) {
+        if !self.due().is_some_and(|due| due <= Instant::now()) {
             return None;
         }
         let deferred = self.open.map_or(0, |(_, n)| n);
