@@ -179,9 +179,12 @@ impl SqliteJournal {
     }
 
     fn spawn(path: PathBuf, read_only: bool, conn: Connection) -> Result<Self, JournalError> {
+        let shared = Arc::new(Shared::new(DEFAULT_FLUSH_WINDOW));
         let wal = open::side_file(&path, "-wal");
-        let shared = Arc::new(Shared::new(DEFAULT_FLUSH_WINDOW, wal));
-        let core = Arc::new(Core::new(Writer::new(conn, Arc::clone(&shared)), shared));
+        let core = Arc::new(Core::new(
+            Writer::new(conn, Arc::clone(&shared), wal),
+            shared,
+        ));
         let thread_core = Arc::clone(&core);
         let flusher = std::thread::Builder::new()
             .name("wop-journal".into())

@@ -12,7 +12,6 @@
 use crate::journal::JournalError;
 use rusqlite::Connection;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
@@ -97,21 +96,14 @@ pub(super) struct Shared {
     pub(super) commits: AtomicU64,
     /// `fdatasync`s of the WAL made after a commit: one per commit.
     pub(super) syncs: AtomicU64,
-    /// The WAL, synced after each commit.
-    wal: WalSync,
 }
 
 impl Shared {
-    /// `wal`: the WAL file of the writer's database (`<path>-wal`).
-    pub(super) fn new(window: Duration, wal: std::path::PathBuf) -> Self {
+    pub(super) fn new(window: Duration) -> Self {
         let shared = Self {
             window_ns: AtomicU64::new(0),
             commits: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
-            wal: WalSync {
-                path: wal,
-                file: Mutex::new(None),
-            },
         };
         shared.set_window(window);
         shared
@@ -125,75 +117,14 @@ impl Shared {
     pub(super) fn window(&self) -> Duration {
         Duration::from_nanos(self.window_ns.load(Ordering::Relaxed))
     }
-
-    /// Makes every commit made so far durable: an `fdatasync` of the WAL.
-    fn sync(&self) -> Result<(), JournalError> {
-        self.wal.sync()?;
-        self.syncs.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
 }
 
-/// A batch that ran, waiting to be answered: after an `fdatasync` of the WAL when it committed.
-/// The sync is made without the writer (`combine.rs`), so that the next batch can run on it
-/// meanwhile.
-#[must_use = "a batch's callers are answered by `Settle::finish`"]
-pub(super) struct Settle {
-    tasks: Vec<Box<dyn Task>>,
-    /// The batch's failure (its commit's, say): everyone is answered with it.
-    failure: Option<JournalError>,
-    /// Deferred writes the commit carried (for the log, when the sync fails).
-    deferred: u64,
-    /// The batch committed: its callers wait for the sync.
-    committed: bool,
-}
-
-impl Settle {
-    /// A batch whose callers were answered already.
-    fn answered() -> Self {
-        Self {
-            tasks: Vec::new(),
-            failure: None,
-            deferred: 0,
-            committed: false,
-        }
-    }
-
-    /// Whether answering the batch waits for the disk.
-    pub(super) fn syncs(&self) -> bool {
-        self.committed && self.failure.is_none()
-    }
-
-    /// Syncs the WAL when the batch committed, then answers everyone of it.
-    pub(super) fn finish(self, shared: &Shared) {
-        let failure = match self.failure {
-            Some(f) => Some(f),
-            None if self.committed => sync_or_log(shared, self.deferred),
-            None => None,
-        };
-        for task in self.tasks {
-            task.answer(failure.clone());
-        }
-    }
-}
-
-/// [`Shared::sync`]; a failure is logged when it leaves deferred writes not durable (their
-/// callers were answered already), and returned.
-fn sync_or_log(shared: &Shared, deferred: u64) -> Option<JournalError> {
-    let failure = shared.sync().err();
-    if failure.is_some() && deferred > 0 {
-        tracing::error!(
-            deferred,
-            "the journal could not make deferred writes durable"
-        );
-    }
-    failure
-}
-
-/// The writer's state: the connection, and the transaction left open by deferred writes.
+/// The writer's state: the connection, the WAL it makes durable, and the transaction left open
+/// by deferred writes.
 pub(super) struct Writer {
     conn: Connection,
     shared: std::sync::Arc<Shared>,
+    wal: WalSync,
     /// When the open transaction began, and how many deferred writes it holds.
     open: Option<(Instant, u64)>,
 }
@@ -212,47 +143,47 @@ pub(super) struct Writer {
 /// The file is opened after the first commit (SQLite has created it by then) and kept: SQLite
 /// deletes the WAL only when its last connection closes, and the writer's connection stays open,
 /// so the handle names the live WAL as long as the writer lives (a checkpoint that truncates or
-/// restarts it writes the same file). Two threads may sync at once (the batch before and the
-/// batch after, `combine.rs`): each `fdatasync` covers every commit made before it began.
-#[derive(Debug)]
+/// restarts it writes the same file).
 struct WalSync {
     path: std::path::PathBuf,
-    file: Mutex<Option<Arc<std::fs::File>>>,
+    file: Option<std::fs::File>,
 }
 
 impl WalSync {
-    fn sync(&self) -> Result<(), JournalError> {
+    fn sync(&mut self) -> Result<(), JournalError> {
         let failed = |e: std::io::Error| {
             JournalError::Io(format!(
                 "the journal could not make its commit durable: fdatasync of {}: {e}",
                 self.path.display()
             ))
         };
-        let file = {
-            let mut slot = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-            match &*slot {
-                Some(file) => Arc::clone(file),
-                None => {
-                    let file = Arc::new(
-                        std::fs::OpenOptions::new()
-                            .write(true)
-                            .open(&self.path)
-                            .map_err(failed)?,
-                    );
-                    *slot = Some(Arc::clone(&file));
-                    file
-                }
-            }
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .map_err(failed)?,
+            ),
         };
         file.sync_data().map_err(failed)
     }
 }
 
 impl Writer {
-    pub(super) fn new(conn: Connection, shared: std::sync::Arc<Shared>) -> Self {
+    /// `wal`: the WAL file of `conn`'s database (`<path>-wal`).
+    pub(super) fn new(
+        conn: Connection,
+        shared: std::sync::Arc<Shared>,
+        wal: std::path::PathBuf,
+    ) -> Self {
         Self {
             conn,
             shared,
+            wal: WalSync {
+                path: wal,
+                file: None,
+            },
             open: None,
         }
     }
@@ -263,40 +194,37 @@ impl Writer {
             .and_then(|(since, _)| since.checked_add(self.shared.window()))
     }
 
-    /// Commits the open transaction when its flush window has ended; returns it to settle (its
-    /// sync), if it committed.
-    pub(super) fn commit_if_due(&mut self) -> Option<Settle> {
-        if !self.due().is_some_and(|due| due <= Instant::now()) {
-            return None;
+    /// Commits the open transaction when its flush window has ended.
+    pub(super) fn commit_if_due(&mut self) {
+        if self.due().is_some_and(|due| due <= Instant::now()) {
+            let _ = self.commit();
         }
-        let deferred = self.open.map_or(0, |(_, n)| n);
-        let failure = self.commit();
-        Some(Settle {
-            tasks: Vec::new(),
-            committed: failure.is_none(),
-            failure,
-            deferred,
-        })
     }
 
-    /// Commits what is open, makes it durable, and closes the connection.
+    /// Commits what is open and closes the connection.
     pub(super) fn close(mut self) {
-        let deferred = self.open.map_or(0, |(_, n)| n);
-        if self.open.is_some() && self.commit().is_none() {
-            let _ = sync_or_log(&self.shared, deferred);
-        }
+        let _ = self.commit();
         let _ = self.conn.close();
     }
 
-    /// Commits the open transaction, if any. The commit is durable once the WAL is synced
-    /// ([`Settle::finish`]); until then it is readable (by this connection and others) and a
-    /// machine crash may lose it.
+    /// Commits the open transaction, if any, and makes it durable (the WAL's `fdatasync`).
     fn commit(&mut self) -> Option<JournalError> {
         let (_, deferred) = self.open.take()?;
         match execute_cached(&self.conn, "COMMIT") {
             Ok(()) => {
                 self.shared.commits.fetch_add(1, Ordering::Relaxed);
-                None
+                // Committed but perhaps not on the disk: whoever waits for this commit is told
+                // so. What it wrote stays readable; a crash may keep it or lose it.
+                let synced = self.wal.sync();
+                if synced.is_ok() {
+                    self.shared.syncs.fetch_add(1, Ordering::Relaxed);
+                } else if deferred > 0 {
+                    tracing::error!(
+                        deferred,
+                        "the journal could not make deferred writes durable"
+                    );
+                }
+                synced.err()
             }
             Err(e) => {
                 if !self.conn.is_autocommit() {
@@ -325,17 +253,16 @@ impl Writer {
 
     /// Runs a batch. Reads alone, outside a transaction, run as they are. Otherwise the batch
     /// joins the open transaction (or begins one), one savepoint per command; with a durable
-    /// write in it (or no flush window) the transaction commits, and everyone of the batch is
-    /// answered once the commit is synced ([`Settle::finish`], made without the writer); else
-    /// everyone is answered at once and the transaction stays open.
-    pub(super) fn run_batch(&mut self, mut batch: Vec<Box<dyn Task>>) -> Settle {
+    /// write in it (or no flush window) the transaction commits before anyone of the batch is
+    /// answered, else everyone is answered and it stays open.
+    pub(super) fn run_batch(&mut self, mut batch: Vec<Box<dyn Task>>) {
         let writes = batch.iter().any(|t| t.durability() != Durability::Read);
         if !writes && self.open.is_none() {
             for mut task in batch {
                 task.exec(&self.conn);
                 task.answer(None);
             }
-            return Settle::answered();
+            return;
         }
         if self.open.is_none() {
             if let Err(e) = execute_cached(&self.conn, "BEGIN IMMEDIATE") {
@@ -348,7 +275,7 @@ impl Writer {
                         task.answer(Some(e.clone()));
                     }
                 }
-                return Settle::answered();
+                return;
             }
             self.open = Some((Instant::now(), 0));
         }
@@ -388,12 +315,10 @@ impl Writer {
             if let Some((_, deferred)) = self.open.take() {
                 Self::lose(deferred);
             }
-            return Settle {
-                tasks: batch,
-                failure: Some(e),
-                deferred: 0,
-                committed: false,
-            };
+            for task in batch {
+                task.answer(Some(e.clone()));
+            }
+            return;
         }
         let durable = self.shared.window().is_zero()
             || batch.iter().any(|t| t.durability() == Durability::Durable);
@@ -403,22 +328,9 @@ impl Writer {
                 .filter(|t| t.durability() == Durability::Deferred)
                 .count() as u64;
         }
-        if !durable {
-            // Deferred writes (and reads) only: answered now, the transaction stays open.
-            return Settle {
-                tasks: batch,
-                failure: None,
-                deferred: 0,
-                committed: false,
-            };
-        }
-        let deferred = self.open.map_or(0, |(_, n)| n);
-        let failure = self.commit();
-        Settle {
-            tasks: batch,
-            committed: failure.is_none(),
-            failure,
-            deferred,
+        let failure = if durable { self.commit() } else { None };
+        for task in batch {
+            task.answer(failure.clone());
         }
     }
 }
