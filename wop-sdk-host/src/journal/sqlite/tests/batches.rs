@@ -129,6 +129,65 @@ async fn concurrent_calls_are_all_kept() {
     cleanup(&path);
 }
 
+/// Under load (16 writers, their writes grouped into batches): every durable write is answered
+/// after a sync that began after its commit, every commit is synced, and another connection sees
+/// each write by the time it is answered.
+#[test]
+fn durable_writes_are_answered_after_their_sync_under_load() {
+    let path = temp_path("sync-under-load");
+    let j = Arc::new(SqliteJournal::open(&path).expect("open"));
+    let threads: Vec<_> = (0..16u32)
+        .map(|t| {
+            let (j, path) = (Arc::clone(&j), path.clone());
+            std::thread::spawn(move || {
+                let other =
+                    Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                        .expect("a second connection");
+                for i in 0..25u32 {
+                    let k = key(&format!("run-{t}"), i);
+                    let synced_before = j.core.shared.syncs.load(Ordering::SeqCst);
+                    let begun = block_on(j.begin_first_request(&k, &Fingerprint([1; 32]), "a", 64));
+                    assert_eq!(begun, Ok(Begin::Fresh));
+                    assert!(
+                        j.core.shared.syncs.load(Ordering::SeqCst) > synced_before,
+                        "answered before a sync"
+                    );
+                    let seen: i64 = other
+                        .query_row(
+                            "SELECT COUNT(*) FROM calls WHERE run_id = ?1 AND call_index = ?2",
+                            rusqlite::params![k.run_id.as_str(), i],
+                            |r| r.get(0),
+                        )
+                        .expect("read");
+                    assert_eq!(seen, 1, "committed when answered");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a writer thread");
+    }
+    let (commits, syncs) = (j.commits(), j.core.shared.syncs.load(Ordering::SeqCst));
+    assert_eq!(commits, syncs, "every commit synced");
+    assert!(commits < 400, "grouped: {commits} commits for 400 writes");
+    drop(j);
+    let j = SqliteJournal::open(&path).expect("reopen");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("rt");
+    assert_eq!(rt.block_on(j.call_count()), Ok(400));
+    drop(j);
+    cleanup(&path);
+}
+
+/// Waits for a journal future on this (non-async) thread.
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("rt")
+        .block_on(f)
+}
+
 #[tokio::test]
 async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
     let path = temp_path("schema-1");
