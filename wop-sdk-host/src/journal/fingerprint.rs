@@ -6,6 +6,7 @@
 //! and `responseSchema` replaced by `"sha256:<hex of the schema's canonical JSON>"`.
 
 use sha2::{Digest, Sha256};
+use std::cell::RefCell;
 use std::fmt;
 use wop_sdk::wire::canonical::{push_f64, push_str_json};
 use wop_sdk::wire::{CallAiRequest, Role};
@@ -60,29 +61,52 @@ fn opt_str(out: &mut String, first: &mut bool, k: &str, v: Option<&str>) {
 /// The fingerprint of a request. `beneficiaryUserIds` (billing only) and fields a host ignores do
 /// not enter it; everything that changes what the provider is asked, or how often, does.
 pub fn fingerprint(request: &CallAiRequest) -> Fingerprint {
-    let r = request;
-    let mut out = String::with_capacity(
-        128 + r
-            .messages
-            .iter()
-            .map(|m| m.content.len() + 32)
-            .sum::<usize>(),
-    );
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut out) => {
+            out.clear();
+            canonical(request, &mut out);
+            let fingerprint = Fingerprint(Sha256::digest(out.as_bytes()).into());
+            if out.capacity() > SCRATCH_KEPT {
+                // A long request's room is not kept for the thread's life.
+                *out = String::new();
+            }
+            fingerprint
+        }
+        // Only reached if writing a canonical form fingerprinted another request (it does not).
+        Err(_) => {
+            let mut out = String::new();
+            canonical(request, &mut out);
+            Fingerprint(Sha256::digest(out.as_bytes()).into())
+        }
+    })
+}
+
+thread_local! {
+    /// The canonical form is written here, hashed, and kept for the next call's: no allocation
+    /// a call.
+    static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// The most room the scratch text keeps between calls.
+const SCRATCH_KEPT: usize = 64 * 1024;
+
+/// Writes the canonical form of `r` (module docs) into `out`.
+fn canonical(r: &CallAiRequest, out: &mut String) {
     let mut first = true;
     out.push('{');
     // Keys in canonical (UTF-16) order.
     if let Some(n) = r.max_tokens {
-        key(&mut out, &mut first, "maxTokens");
-        push_u64(&mut out, u64::from(n));
+        key(out, &mut first, "maxTokens");
+        push_u64(out, u64::from(n));
     }
-    key(&mut out, &mut first, "messages");
+    key(out, &mut first, "messages");
     out.push('[');
     for (i, m) in r.messages.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         out.push_str("{\"content\":");
-        push_str_json(&m.content, &mut out);
+        push_str_json(&m.content, out);
         out.push_str(match m.role {
             Role::User => ",\"role\":\"user\"}",
             Role::Assistant => ",\"role\":\"assistant\"}",
@@ -90,70 +114,63 @@ pub fn fingerprint(request: &CallAiRequest) -> Fingerprint {
         });
     }
     out.push(']');
-    opt_str(&mut out, &mut first, "model", r.model.as_deref());
-    opt_str(&mut out, &mut first, "provider", r.provider.as_deref());
-    opt_str(&mut out, &mut first, "purpose", r.purpose.as_deref());
+    opt_str(out, &mut first, "model", r.model.as_deref());
+    opt_str(out, &mut first, "provider", r.provider.as_deref());
+    opt_str(out, &mut first, "purpose", r.purpose.as_deref());
     if let Some(schema) = &r.response_schema {
-        key(&mut out, &mut first, "responseSchema");
+        key(out, &mut first, "responseSchema");
         out.push_str("\"sha256:");
         out.push_str(wop_sdk::ai::schema_digest(schema).hex());
         out.push('"');
     }
     if let Some(retry) = &r.retry {
-        key(&mut out, &mut first, "retry");
+        key(out, &mut first, "retry");
         let mut inner = true;
         out.push('{');
         if let Some(g) = retry.grow_max_tokens {
-            key(&mut out, &mut inner, "growMaxTokens");
+            key(out, &mut inner, "growMaxTokens");
             out.push_str(if g { "true" } else { "false" });
         }
         if let Some(m) = retry.max_attempts {
-            key(&mut out, &mut inner, "maxAttempts");
-            push_u64(&mut out, u64::from(m));
+            key(out, &mut inner, "maxAttempts");
+            push_u64(out, u64::from(m));
         }
         out.push('}');
     }
     opt_str(
-        &mut out,
+        out,
         &mut first,
         "retryOfAttemptId",
         r.retry_of_attempt_id.as_deref(),
     );
     opt_str(
-        &mut out,
+        out,
         &mut first,
         "retryReason",
         r.retry_reason.map(|x| x.as_str()),
     );
-    opt_str(&mut out, &mut first, "slot", r.slot.as_deref());
+    opt_str(out, &mut first, "slot", r.slot.as_deref());
     if let Some(stops) = &r.stop_sequences {
-        key(&mut out, &mut first, "stopSequences");
+        key(out, &mut first, "stopSequences");
         out.push('[');
         for (i, s) in stops.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            push_str_json(s, &mut out);
+            push_str_json(s, out);
         }
         out.push(']');
     }
-    opt_str(
-        &mut out,
-        &mut first,
-        "systemPrompt",
-        r.system_prompt.as_deref(),
-    );
+    opt_str(out, &mut first, "systemPrompt", r.system_prompt.as_deref());
     if let Some(t) = r.temperature {
-        key(&mut out, &mut first, "temperature");
-        push_f64(t, &mut out);
+        key(out, &mut first, "temperature");
+        push_f64(t, out);
     }
     out.push('}');
-    Fingerprint(Sha256::digest(out.as_bytes()).into())
 }
 
 fn push_u64(out: &mut String, n: u64) {
-    use fmt::Write;
-    let _ = write!(out, "{n}");
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 #[cfg(test)]

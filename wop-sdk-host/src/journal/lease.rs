@@ -12,9 +12,11 @@
 use super::{Journal, JournalError, Outcome};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use wop_sdk::host::AttemptKey;
+use wop_sdk::host::{AttemptKey, BoxFuture};
 
 /// How often an owner renews the lease of a call in flight.
 pub const LEASE_HEARTBEAT: Duration = Duration::from_secs(1);
@@ -112,29 +114,73 @@ impl Lease {
 /// Runs `work` (the dispatch of the call `key`) while renewing `lease` every
 /// [`LEASE_HEARTBEAT`]. A renewal that fails is not fatal to the call: the worst it does is let
 /// a second host take the owner for gone and end the call as ambiguous.
-pub async fn hold<F: Future>(
-    journal: &dyn Journal,
-    key: &AttemptKey,
-    lease: &Lease,
+///
+/// Work done at its first poll (a provider that answers at once) never arms the heartbeat's
+/// timer. While a renewal is written, the work waits for it, as it did in the `select!` loop this
+/// replaces. The future holds `work` once: an `async fn` taking it would hold it twice (its
+/// argument, and the pinned local it is polled from), and a call's whole dispatch is in it.
+pub fn hold<'a, F: Future + 'a>(
+    journal: &'a dyn Journal,
+    key: &'a AttemptKey,
+    lease: &'a Lease,
     work: F,
-) -> F::Output {
-    let mut work = std::pin::pin!(work);
-    // Work done at its first poll (a provider that answers at once) never arms the heartbeat's
-    // timer.
-    let first = std::future::poll_fn(|cx| match work.as_mut().poll(cx) {
-        std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
-        std::task::Poll::Pending => std::task::Poll::Ready(None),
-    })
-    .await;
-    if let Some(out) = first {
-        return out;
+) -> impl Future<Output = F::Output> + 'a {
+    Hold {
+        work,
+        journal,
+        key,
+        lease,
+        heartbeat: None,
+        renewal: None,
     }
-    loop {
-        tokio::select! {
-            out = &mut work => return out,
-            () = tokio::time::sleep(LEASE_HEARTBEAT) => {
-                let _ = journal.renew_lease(key, &lease.renewed()).await;
+}
+
+pin_project_lite::pin_project! {
+    /// [`hold`]'s future.
+    struct Hold<'a, F> {
+        #[pin]
+        work: F,
+        journal: &'a dyn Journal,
+        key: &'a AttemptKey,
+        lease: &'a Lease,
+        // Armed once the work has waited: the next renewal's time.
+        #[pin]
+        heartbeat: Option<tokio::time::Sleep>,
+        // A renewal being written (the work is not polled meanwhile).
+        renewal: Option<BoxFuture<'a, ()>>,
+    }
+}
+
+impl<F: Future> Future for Hold<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let mut this = self.project();
+        loop {
+            if let Some(renewal) = this.renewal.as_mut() {
+                if renewal.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                *this.renewal = None;
             }
+            if let Poll::Ready(out) = this.work.as_mut().poll(cx) {
+                return Poll::Ready(out);
+            }
+            if this.heartbeat.is_none() {
+                this.heartbeat
+                    .set(Some(tokio::time::sleep(LEASE_HEARTBEAT)));
+            }
+            let Some(heartbeat) = this.heartbeat.as_mut().as_pin_mut() else {
+                return Poll::Pending;
+            };
+            if heartbeat.poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.heartbeat.set(None);
+            let (journal, key, lease) = (*this.journal, *this.key, *this.lease);
+            *this.renewal = Some(Box::pin(async move {
+                let _ = journal.renew_lease(key, &lease.renewed()).await;
+            }));
         }
     }
 }

@@ -98,7 +98,8 @@ pub(crate) struct Call<'a> {
     pub(crate) parts: Parts<'a>,
     pub(crate) key: &'a AttemptKey,
     pub(crate) request: &'a CallAiRequest,
-    pub(crate) attempt_id: &'a str,
+    /// The call's attempt id: it moves into a completed call's result.
+    pub(crate) attempt_id: String,
     pub(crate) plan: AttemptPlan,
     /// A streamed call: where its provisional items go.
     pub(crate) sink: Option<&'a StreamSink>,
@@ -233,7 +234,7 @@ impl Call<'_> {
         })
     }
 
-    fn end_completed(self, a: Accepted, l: &RetryLoop, mut events: CallEvents<'_>) -> Finished {
+    fn end_completed(mut self, a: Accepted, l: &RetryLoop, mut events: CallEvents<'_>) -> Finished {
         if self.sink.is_some() {
             events.last_chunk(Some((a.reply.finish_reason, a.reply.model.as_deref())));
         }
@@ -244,7 +245,7 @@ impl Call<'_> {
             usage: a.reply.usage,
             finish_reason: Some(a.reply.finish_reason),
             model: a.reply.model,
-            attempt_id: Some(self.attempt_id.to_owned()),
+            attempt_id: Some(std::mem::take(&mut self.attempt_id)),
             semantic_status: Some(SemanticStatus::Ok),
             attempts: self.parts.config.attempts.then_some(Attempts {
                 count: l.count(),

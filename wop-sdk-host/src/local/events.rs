@@ -209,22 +209,21 @@ impl<'a> CallEvents<'a> {
 
     /// What the retry loop announces.
     pub(crate) fn signal(&mut self, signal: Signal) {
-        let node_id = self.node();
         self.emit(match signal {
             Signal::RetryAttempted { attempt, reason } => Event::RetryAttempted(RetryAttempted {
-                node_id,
+                node_id: self.node(),
                 attempt,
                 reason: reason.to_owned(),
                 previous_error: None,
             }),
             Signal::RetryExhausted { total, reason } => Event::RetryExhausted(RetryExhausted {
-                node_id,
+                node_id: self.node(),
                 total_attempts: total,
                 final_reason: reason.to_owned(),
                 final_error: None,
             }),
             Signal::FallbackEngaged => Event::NlToFormatEngaged(NlToFormatEngaged {
-                node_id,
+                node_id: self.node(),
                 original_envelope_type: "structured".to_owned(),
                 fallback_calls: Some(1),
             }),

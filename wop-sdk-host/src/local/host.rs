@@ -96,7 +96,7 @@ impl LocalHost {
 
 impl Host for LocalHost {
     fn capability_document(&self) -> Arc<CapabilityDocument> {
-        Arc::clone(&self.inner.document)
+        self.inner.capability_document()
     }
 
     fn call_ai<'a>(
@@ -104,7 +104,7 @@ impl Host for LocalHost {
         key: &'a AttemptKey,
         request: &'a CallAiRequest,
     ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
-        Box::pin(self.inner.serve(key, request, None))
+        self.inner.call_ai(key, request)
     }
 
     fn call_ai_stream<'a>(
@@ -113,13 +113,57 @@ impl Host for LocalHost {
         request: &'a CallAiRequest,
         sink: &'a StreamSink,
     ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
-        Box::pin(self.inner.serve(key, request, Some(sink)))
+        self.inner.call_ai_stream(key, request, sink)
+    }
+
+    fn refuse(&self, key: &AttemptKey, public: ErrorEnvelope) -> HostFailure {
+        self.inner.refuse(key, public)
+    }
+
+    fn settle_ai_failure<'a>(
+        &'a self,
+        run: &'a RunId,
+        failure: FailureToken,
+    ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
+        self.inner.settle_ai_failure(run, failure)
+    }
+
+    fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
+        self.inner.record_event(run, event)
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
+        self.inner.events(run)
+    }
+}
+
+/// The local host as a [`Host`] is its parts: a node execution holds them as its
+/// `Arc<dyn Host>` without a handle allocated around them (`LocalHost::as_host`).
+impl Host for Inner {
+    fn capability_document(&self) -> Arc<CapabilityDocument> {
+        Arc::clone(&self.document)
+    }
+
+    fn call_ai<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(self.serve(key, request, None))
+    }
+
+    fn call_ai_stream<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        request: &'a CallAiRequest,
+        sink: &'a StreamSink,
+    ) -> BoxFuture<'a, Result<CallAiResult, HostFailure>> {
+        Box::pin(self.serve(key, request, Some(sink)))
     }
 
     fn refuse(&self, key: &AttemptKey, public: ErrorEnvelope) -> HostFailure {
         let cause = format!("refused request: {public}");
         let token = self
-            .inner
             .diagnostics
             .record(&key.run_id, Some(key), &public, cause, false);
         HostFailure { public, token }
@@ -130,7 +174,7 @@ impl Host for LocalHost {
         run: &'a RunId,
         failure: FailureToken,
     ) -> BoxFuture<'a, Result<(), ErrorEnvelope>> {
-        let r = if self.inner.diagnostics.settle(run, failure) {
+        let r = if self.diagnostics.settle(run, failure) {
             Ok(())
         } else {
             Err(ErrorEnvelope::validation(
@@ -143,13 +187,13 @@ impl Host for LocalHost {
 
     fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            self.inner.live.observe(run, &event);
+            self.live.observe(run, &event);
             // An event the journal cannot keep is still seen live; the run goes on.
-            let _ = self.inner.journal.append_event(run, event).await;
+            let _ = self.journal.append_event(run, event).await;
         })
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
-        Box::pin(async move { self.inner.journal.events(run).await.unwrap_or_default() })
+        Box::pin(async move { self.journal.events(run).await.unwrap_or_default() })
     }
 }

@@ -180,7 +180,7 @@ impl Inner {
             parts: self.parts(),
             key,
             request,
-            attempt_id: &attempt_id,
+            attempt_id,
             plan,
             sink,
         }

@@ -14,8 +14,12 @@ use wop_sdk::wire::CallAiResult;
 pub(super) type Answer = Result<CallAiResult, HostFailure>;
 pub(super) type Waiter = watch::Receiver<Option<Answer>>;
 
+/// Where a call in flight sends its answer to the entries that reattached to it: made by the
+/// first of them (most calls have none, and pay for no channel).
+type Answers = Option<watch::Sender<Option<Answer>>>;
+
 pub(crate) struct Identities {
-    in_flight: Mutex<HashMap<AttemptKey, (Fingerprint, Waiter)>>,
+    in_flight: Mutex<HashMap<AttemptKey, (Fingerprint, Answers)>>,
     next_id: AtomicU64,
     /// `att_<seed as 16 hex>`: every attempt id of this host starts with it.
     id_prefix: String,
@@ -28,21 +32,28 @@ pub(crate) struct Identities {
 pub(super) struct Slot<'a> {
     identities: &'a Identities,
     key: &'a AttemptKey,
-    tx: watch::Sender<Option<Answer>>,
+    /// The call left the table with its answer (`finish`).
+    finished: bool,
 }
 
 impl Slot<'_> {
-    pub(super) fn finish(self, answer: &Answer) {
-        lock(&self.identities.in_flight).remove(self.key);
-        if self.tx.receiver_count() > 0 {
-            let _ = self.tx.send(Some(answer.clone()));
+    pub(super) fn finish(mut self, answer: &Answer) {
+        self.finished = true;
+        let entry = lock(&self.identities.in_flight).remove(self.key);
+        if let Some((_, Some(tx))) = entry
+            && tx.receiver_count() > 0
+        {
+            let _ = tx.send(Some(answer.clone()));
         }
     }
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        lock(&self.identities.in_flight).remove(self.key);
+        if !self.finished {
+            // The sender goes with the entry: a reattached waiter learns the call was lost.
+            lock(&self.identities.in_flight).remove(self.key);
+        }
     }
 }
 
@@ -80,16 +91,22 @@ impl Identities {
 
     pub(super) fn enter<'a>(&'a self, key: &'a AttemptKey, fp: Fingerprint) -> Entry<'a> {
         let mut in_flight = lock(&self.in_flight);
-        match in_flight.get(key) {
-            Some((f, rx)) if *f == fp => Entry::Attach(rx.clone()),
+        match in_flight.get_mut(key) {
+            Some((f, answers)) if *f == fp => Entry::Attach(match answers {
+                Some(tx) => tx.subscribe(),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    *answers = Some(tx);
+                    rx
+                }
+            }),
             Some(_) => Entry::Mismatch,
             None => {
-                let (tx, rx) = watch::channel(None);
-                in_flight.insert(key.clone(), (fp, rx));
+                in_flight.insert(key.clone(), (fp, None));
                 Entry::Fresh(Slot {
                     identities: self,
                     key,
-                    tx,
+                    finished: false,
                 })
             }
         }
@@ -118,5 +135,62 @@ mod tests {
             );
         }
         assert_eq!(&*ids.lease().holder, "host-00abcdef01234567");
+    }
+
+    fn key() -> AttemptKey {
+        AttemptKey {
+            run_id: wop_sdk::host::RunId::new("local/r"),
+            node_id: "main".into(),
+            call_index: 0,
+        }
+    }
+
+    /// Entries that reattach hear the first entry's answer; a changed request is a mismatch;
+    /// the table is empty after.
+    #[tokio::test]
+    async fn a_second_entry_reattaches_and_hears_the_answer() {
+        let ids = Identities::new(1);
+        let key = key();
+        let fp = Fingerprint([1; 32]);
+        let Entry::Fresh(slot) = ids.enter(&key, fp) else {
+            panic!("the first entry dispatches")
+        };
+        assert!(matches!(
+            ids.enter(&key, Fingerprint([2; 32])),
+            Entry::Mismatch
+        ));
+        let waiters: Vec<Waiter> = (0..2)
+            .map(|_| match ids.enter(&key, fp) {
+                Entry::Attach(rx) => rx,
+                _ => panic!("a second entry reattaches"),
+            })
+            .collect();
+        let answer: Answer = Ok(CallAiResult {
+            attempt_id: Some("att_1".into()),
+            ..CallAiResult::default()
+        });
+        slot.finish(&answer);
+        assert_eq!(ids.in_flight(), 0);
+        for mut rx in waiters {
+            let heard = rx.wait_for(Option::is_some).await.map(|v| v.clone());
+            assert_eq!(heard.ok().flatten(), Some(answer.clone()));
+        }
+        assert!(matches!(ids.enter(&key, fp), Entry::Fresh(_)));
+    }
+
+    /// A first entry dropped without an answer (its caller gave up) leaves the table, and a
+    /// reattached entry learns the call was lost.
+    #[tokio::test]
+    async fn a_dropped_entry_tells_its_waiters_it_was_lost() {
+        let ids = Identities::new(1);
+        let key = key();
+        let fp = Fingerprint([1; 32]);
+        let slot = ids.enter(&key, fp);
+        let Entry::Attach(mut rx) = ids.enter(&key, fp) else {
+            panic!("a second entry reattaches")
+        };
+        drop(slot);
+        assert_eq!(ids.in_flight(), 0);
+        assert!(rx.wait_for(Option::is_some).await.is_err());
     }
 }

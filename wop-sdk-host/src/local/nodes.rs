@@ -35,21 +35,31 @@ struct Start<'a> {
 
 static RUN_COUNTER: AtomicU64 = AtomicU64::new(1);
 
+/// `n` as 16 lowercase hex digits into `out` (16 bytes).
+fn hex16(out: &mut [u8], n: u64) {
+    for (i, digit) in out.iter_mut().enumerate() {
+        let shift = 4 * (15 - i);
+        *digit = b"0123456789abcdef"[((n >> shift) & 0xf) as usize];
+    }
+}
+
 impl LocalHost {
     /// A new v2 run id `<tenant>/<opaque>`: the tenant `local`, then the host's whole seed (time,
     /// process, host) and a counter as 32 hex characters (the protocol asks 16..=128), so runs
     /// started by two processes on one journal do not collide.
     fn new_run_id(&self) -> RunId {
         let n = RUN_COUNTER.fetch_add(1, Ordering::SeqCst);
-        let mut id = String::with_capacity(6 + 32);
-        id.push_str("local/");
-        wop_sdk::hex::push_u64(&mut id, self.inner.seed, 16);
-        wop_sdk::hex::push_u64(&mut id, n, 16);
-        RunId::new(id)
+        // Written on the stack: the id's one allocation is the shared id itself.
+        let mut id = *b"local/00000000000000000000000000000000";
+        let (seed, counter) = id[6..].split_at_mut(16);
+        hex16(seed, self.inner.seed);
+        hex16(counter, n);
+        RunId::new(std::str::from_utf8(&id).unwrap_or_default())
     }
 
+    /// This host as a node execution holds it: its parts (`Inner` is the [`Host`]), shared.
     fn as_host(&self) -> Arc<dyn Host> {
-        Arc::new(self.clone())
+        Arc::clone(&self.inner) as Arc<dyn Host>
     }
 
     /// The generations already charged to `run`, when a per-run ceiling needs them.
@@ -294,5 +304,20 @@ impl LocalHost {
         drop(active);
         self.inner.diagnostics.run_finished(&fork);
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex16_writes_the_digits_format_writes() {
+        for n in [0u64, 1, 0xabc, 0x0123_4567_89ab_cdef, u64::MAX] {
+            let mut out = [0u8; 16];
+            super::hex16(&mut out, n);
+            assert_eq!(
+                std::str::from_utf8(&out).ok(),
+                Some(format!("{n:016x}").as_str())
+            );
+        }
     }
 }

@@ -13,7 +13,8 @@ use wop_sdk::wire::{ErrorCode, ErrorEnvelope};
 /// What the host keeps about a run while one of its nodes executes; dropped when the last ends,
 /// so a long-lived host does not grow with the runs it has finished.
 struct ActiveRun {
-    owner: String,
+    /// Shared with the host's default owner when it is the default (most runs).
+    owner: Arc<str>,
     replay_of: Option<RunId>,
     generations: u32,
     nodes: usize,
@@ -29,7 +30,7 @@ pub(crate) struct Runs {
     runs: Mutex<HashMap<RunId, ActiveRun>>,
     generations: Arc<Semaphore>,
     max_per_run: Option<u32>,
-    default_owner: String,
+    default_owner: Arc<str>,
 }
 
 /// Keeps a run active while it lives: dropped (the node ended, or its task was aborted), the run
@@ -69,7 +70,7 @@ impl Runs {
             runs: Mutex::default(),
             generations: Arc::new(Semaphore::new(max_concurrent)),
             max_per_run,
-            default_owner,
+            default_owner: Arc::from(default_owner),
         }
     }
 
@@ -91,12 +92,14 @@ impl Runs {
     ) -> Active<'a> {
         let mut runs = lock(&self.runs);
         let entry = runs.entry(run.clone()).or_insert_with(|| ActiveRun {
-            owner: owner.to_owned(),
+            owner: self.shared_owner(owner),
             replay_of: None,
             generations: charged,
             nodes: 0,
         });
-        owner.clone_into(&mut entry.owner);
+        if *entry.owner != *owner {
+            entry.owner = self.shared_owner(owner);
+        }
         entry.replay_of = replay_of;
         entry.generations = entry.generations.max(charged);
         entry.nodes += 1;
@@ -107,11 +110,20 @@ impl Runs {
         }
     }
 
+    /// `owner` as kept: the default owner's shared text when it is that one.
+    fn shared_owner(&self, owner: &str) -> Arc<str> {
+        if *self.default_owner == *owner {
+            Arc::clone(&self.default_owner)
+        } else {
+            Arc::from(owner)
+        }
+    }
+
     /// Who is charged for `run`'s calls that name no beneficiary.
     pub(crate) fn owner(&self, run: &RunId) -> String {
-        lock(&self.runs)
-            .get(run)
-            .map_or_else(|| self.default_owner.clone(), |r| r.owner.clone())
+        let runs = lock(&self.runs);
+        let owner = runs.get(run).map_or(&self.default_owner, |r| &r.owner);
+        String::from(&**owner)
     }
 
     /// The source run when `run` is a replay fork.
@@ -134,7 +146,7 @@ impl Runs {
             let used = &mut runs
                 .entry(run.clone())
                 .or_insert_with(|| ActiveRun {
-                    owner: self.default_owner.clone(),
+                    owner: Arc::clone(&self.default_owner),
                     replay_of: None,
                     generations: 0,
                     nodes: 0,

@@ -27,9 +27,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct RunId(Arc<str>);
 
 impl RunId {
-    /// A run id from its string form. Cheap to clone: every call of a run carries it.
-    pub fn new(id: impl Into<String>) -> Self {
-        Self(Arc::from(id.into()))
+    /// A run id from its string form. Cheap to clone: every call of a run carries it. The text
+    /// is copied once, into the shared id (a `&str` is not made a `String` first).
+    pub fn new(id: impl AsRef<str>) -> Self {
+        Self(Arc::from(id.as_ref()))
     }
 
     /// The string form.

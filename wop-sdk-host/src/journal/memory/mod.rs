@@ -16,7 +16,10 @@ use super::{
 use calls::{Call, RunCalls};
 use foldhash::HashMap;
 use retention::Ended;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
 use std::time::SystemTime;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent, rfc3339};
@@ -113,6 +116,37 @@ fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
     Box::pin(std::future::ready(v))
 }
 
+/// A future ready with `make()`. For a constant answer (`Ok(())`, `Begin::Fresh`) `make`
+/// captures nothing, so the future has no size and its box allocates nothing: the answers of a
+/// call's usual path cost no allocation.
+struct Constant<F>(F);
+
+impl<T, F: Fn() -> T + Unpin> Future for Constant<F> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<T> {
+        Poll::Ready((self.0)())
+    }
+}
+
+fn constant<'a, T, F: Fn() -> T + Send + Unpin + 'a>(make: F) -> BoxFuture<'a, T> {
+    Box::pin(Constant(make))
+}
+
+/// `Ok(())`, without an allocation.
+fn done<'a>() -> BoxFuture<'a, Result<(), JournalError>> {
+    constant(|| Ok(()))
+}
+
+/// The answer of `begin`, without an allocation for a fresh identity (the usual one).
+fn begun<'a>(begin: Begin) -> BoxFuture<'a, Result<Begin, JournalError>> {
+    if begin == Begin::Fresh {
+        constant(|| Ok(Begin::Fresh))
+    } else {
+        ready(Ok(begin))
+    }
+}
+
 /// Appends typed events to the run's log; returns the sequence of the last.
 fn push_events(run: &mut Run, events: impl IntoIterator<Item = Event>) -> u64 {
     let now = SystemTime::now();
@@ -173,7 +207,7 @@ impl Journal for MemoryJournal {
             slot.record = Some((at, run));
             s.next_run += 1;
         }
-        ready(Ok(()))
+        done()
     }
 
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
@@ -195,7 +229,7 @@ impl Journal for MemoryJournal {
         fingerprint: &'a Fingerprint,
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
-        ready(Ok(begin_in(&mut self.lock(), key, fingerprint, attempt_id)))
+        begun(begin_in(&mut self.lock(), key, fingerprint, attempt_id))
     }
 
     fn begin_leased<'a>(
@@ -217,7 +251,7 @@ impl Journal for MemoryJournal {
             call.entry.requests = call.entry.requests.max(1);
             call.lease = Some(Box::new(lease.clone()));
         }
-        ready(Ok(begin))
+        begun(begin)
     }
 
     fn renew_lease<'a>(
@@ -251,14 +285,13 @@ impl Journal for MemoryJournal {
         _max_tokens: u32,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let mut s = self.lock();
-        let r = match s.call_mut(key) {
+        match s.call_mut(key) {
             Some(c) => {
                 c.entry.requests = c.entry.requests.max(n);
-                Ok(())
+                done()
             }
-            None => Err(no_identity(key)),
-        };
-        ready(r)
+            None => ready(Err(no_identity(key))),
+        }
     }
 
     fn finish<'a>(
@@ -285,7 +318,7 @@ impl Journal for MemoryJournal {
         call.lease = None;
         call.charge = charge;
         push_events(s.run_mut(&key.run_id), events);
-        ready(Ok(()))
+        done()
     }
 
     fn lookup<'a>(

@@ -50,10 +50,9 @@ impl Ended {
     pub(super) fn end(&mut self, run: &RunId, retention: &Retention) -> Vec<RunId> {
         self.next += 1;
         self.live.insert(run.clone(), self.next);
-        self.queue
-            .push_back((run.clone(), Instant::now(), self.next));
-        let mut due = Vec::new();
         let now = Instant::now();
+        self.queue.push_back((run.clone(), now, self.next));
+        let mut due = Vec::new();
         while let Some((front, at, generation)) = self.queue.front() {
             let current = self.live.get(front) == Some(generation);
             let too_many = self.live.len() > retention.max_ended_runs.max(1);

@@ -1,26 +1,47 @@
 //! The result as the journal's JSON text, written directly.
 
 use super::{CallAiResult, SemanticStatus};
+use std::cell::RefCell;
+
+thread_local! {
+    /// The text is written here and copied out at its exact length: one allocation a result,
+    /// none for growing (a result's length is not known before it is written).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The most room the scratch text keeps between results.
+const SCRATCH_KEPT: usize = 64 * 1024;
 
 impl CallAiResult {
     /// The result as JSON text: the bytes `serde_json::to_string` writes for it, written
     /// directly (field names as literals, no per-key escaping). It is the exact text a journal
     /// records and a replay reads back, made once per completed call.
     pub fn to_text(&self) -> String {
-        let mut w = TextWriter {
-            out: String::with_capacity(160),
-            first: true,
-        };
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => {
+                scratch.clear();
+                let text = self.write_text(std::mem::take(&mut *scratch));
+                let out = utf8(&text);
+                // A large result's room is not kept for the thread's life.
+                if text.capacity() <= SCRATCH_KEPT {
+                    *scratch = text;
+                }
+                out
+            }
+            // Only reached if writing a result wrote another one (it does not).
+            Err(_) => utf8(&self.write_text(Vec::new())),
+        })
+    }
+
+    fn write_text(&self, out: Vec<u8>) -> Vec<u8> {
+        let mut w = TextWriter { out, first: true };
         if let Some(data) = &self.data {
             w.key("data");
-            match serde_json::to_string(data) {
-                Ok(text) => w.out.push_str(&text),
-                Err(_) => w.out.push_str("null"),
-            }
+            w.json(data);
         }
         if let Some(content) = &self.content {
             w.key("content");
-            crate::wire::canonical::push_str_json(content, &mut w.out);
+            w.json(content);
         }
         if let Some(u) = &self.usage {
             w.key("usage");
@@ -39,11 +60,11 @@ impl CallAiResult {
         }
         if let Some(model) = &self.model {
             w.key("model");
-            crate::wire::canonical::push_str_json(model, &mut w.out);
+            w.json(model);
         }
         if let Some(id) = &self.attempt_id {
             w.key("attemptId");
-            crate::wire::canonical::push_str_json(id, &mut w.out);
+            w.json(id);
         }
         if let Some(status) = self.semantic_status {
             w.key("semanticStatus");
@@ -61,9 +82,7 @@ impl CallAiResult {
             inner.opt_u64("count", Some(u64::from(a.count)));
             inner.opt_u64("outputTokens", a.output_tokens);
             inner.key("usageComplete");
-            inner
-                .out
-                .push_str(if a.usage_complete { "true" } else { "false" });
+            inner.raw(if a.usage_complete { "true" } else { "false" });
             if let Some(mode) = a.structured_output {
                 inner.key("structuredOutput");
                 inner.string_literal(mode.as_str());
@@ -74,40 +93,61 @@ impl CallAiResult {
     }
 }
 
+/// The written bytes as text (they are: every piece written is UTF-8).
+fn utf8(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
 /// Writes a JSON object whose keys are known literals (nothing to escape).
 struct TextWriter {
-    out: String,
+    out: Vec<u8>,
     first: bool,
 }
 
 impl TextWriter {
+    fn raw(&mut self, text: &str) {
+        self.out.extend_from_slice(text.as_bytes());
+    }
+
     fn key(&mut self, key: &str) {
-        self.out.push(if self.first { '{' } else { ',' });
+        self.out.push(if self.first { b'{' } else { b',' });
         self.first = false;
-        self.out.push('"');
-        self.out.push_str(key);
-        self.out.push_str("\":");
+        self.out.push(b'"');
+        self.raw(key);
+        self.raw("\":");
+    }
+
+    /// A value as `serde_json` writes it (a string escaped as it escapes), in place.
+    fn json<T: serde::Serialize + ?Sized>(&mut self, value: &T) {
+        let at = self.out.len();
+        if serde_json::to_writer(&mut self.out, value).is_err() {
+            self.out.truncate(at);
+            self.raw("null");
+        }
     }
 
     /// A string value with nothing to escape (a closed-set spelling).
     fn string_literal(&mut self, value: &str) {
-        self.out.push('"');
-        self.out.push_str(value);
-        self.out.push('"');
+        self.out.push(b'"');
+        self.raw(value);
+        self.out.push(b'"');
     }
 
     fn opt_u64(&mut self, key: &str, value: Option<u64>) {
         if let Some(n) = value {
             self.key(key);
-            self.out.push_str(itoa::Buffer::new().format(n));
+            self.raw(itoa::Buffer::new().format(n));
         }
     }
 
-    fn end(mut self) -> String {
+    fn end(mut self) -> Vec<u8> {
         if self.first {
-            self.out.push('{');
+            self.out.push(b'{');
         }
-        self.out.push('}');
+        self.out.push(b'}');
         self.out
     }
 }
