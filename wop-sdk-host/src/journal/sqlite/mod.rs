@@ -1,12 +1,14 @@
 //! The durable journal: one SQLite file (bundled SQLite, WAL, `synchronous=NORMAL` and an
-//! `fdatasync` of the WAL after every commit: `writer::WalSync`).
+//! `fdatasync` of the WAL after every commit: `settle::WalSync`).
 //!
 //! One writer owns the connection. Every journal call becomes a command, queued and answered
 //! through a oneshot; the caller that finds the writer free runs every queued command, its own
 //! and others', in one transaction on its own thread (group commit: one fsync for the batch; see
-//! `combine.rs`), each inside its own savepoint so that a failing command fails alone. A durable
-//! write therefore blocks the caller's thread for its fsync, as a file write would. When the commit itself fails, every command of
-//! that batch fails with [`JournalError::Io`] and nothing of it is kept.
+//! `combine.rs`), each inside its own savepoint (unless it writes with one statement) so that a
+//! failing command fails alone. A durable write therefore blocks the caller's thread for its
+//! fsync, as a file write would; the fsync is made after the writer is let go, and the durable
+//! writes that arrive meanwhile wait for it and commit together after it. When the commit itself
+//! fails, every command waiting for it fails with [`JournalError::Io`] and nothing of it is kept.
 //!
 //! **What is durable when.** A write something outside the process may act on is answered only
 //! after its commit: a call's identity and each announced provider request (before the request
@@ -38,7 +40,9 @@ mod errors;
 mod open;
 mod rows;
 mod schema;
+mod settle;
 mod store;
+mod task;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -52,15 +56,17 @@ use errors::{BUSY_TIMEOUT, opening, sql, stopped};
 use open::{file_len, inspect, read_only_connection};
 use rusqlite::{Connection, OpenFlags};
 use schema::{check_tables, migrate};
+use settle::Shared;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
+use task::{Durability, Job};
 use tokio::sync::oneshot;
 use wop_sdk::host::BoxFuture;
-use writer::{Durability, Job, Shared, Writer};
+use writer::Writer;
 
 /// How long deferred writes wait for a durable write to carry them before the journal commits
 /// them on their own: 10 ms.
@@ -142,7 +148,7 @@ impl SqliteJournal {
         migrate(&mut conn)?;
         check_tables(&conn)?;
         // No sync at a commit: the writer calls `fdatasync` on the WAL after each one (see
-        // `writer::WalSync`), which is what `FULL` does with `fsync`.
+        // `settle::WalSync`), which is what `FULL` does with `fsync`.
         conn.execute_batch("PRAGMA synchronous = NORMAL;")
             .map_err(sql)?;
         Self::spawn(path, false, conn)
@@ -179,12 +185,9 @@ impl SqliteJournal {
     }
 
     fn spawn(path: PathBuf, read_only: bool, conn: Connection) -> Result<Self, JournalError> {
-        let shared = Arc::new(Shared::new(DEFAULT_FLUSH_WINDOW));
         let wal = open::side_file(&path, "-wal");
-        let core = Arc::new(Core::new(
-            Writer::new(conn, Arc::clone(&shared), wal),
-            shared,
-        ));
+        let shared = Arc::new(Shared::new(DEFAULT_FLUSH_WINDOW, wal));
+        let core = Arc::new(Core::new(Writer::new(conn, Arc::clone(&shared)), shared));
         let thread_core = Arc::clone(&core);
         let flusher = std::thread::Builder::new()
             .name("wop-journal".into())

@@ -8,7 +8,7 @@ use super::rows::{
 };
 
 use super::errors::sql;
-use super::writer::Durability;
+use super::task::Durability;
 use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
     checked,
