@@ -18,7 +18,7 @@
 //   providers?: [..],         the providers callAI accepts (default ["mock"])
 //   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..],
 //             mutateRequests?: bool }],
-//   bench?: { rounds?, repeats? }   (the bridge's cost per call; see `bench` below)
+//   bench?: { rounds?, repeats?, concurrency? }   (the bridge's cost per call; see `bench` below)
 // }
 // A step's `inputs` may hold {"$output": "<nodeId>", "pointer": "/json/pointer"}: the output of
 // an earlier step. `script` is the mock provider's replies for that node, one per provider request
@@ -472,13 +472,20 @@ async function bench(registry, _host, b) {
     }
     const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
-    for (let i = 0; i < rounds; i++) await execute(ctx(i));
+    // `concurrency` node executions in flight at once, as a host running many nodes has them
+    // (1: one after another)
+    for (let i = 0; i < rounds; i += concurrency) {
+      const group = [];
+      for (let k = i; k < Math.min(i + concurrency, rounds); k++) group.push(execute(ctx(k)));
+      await Promise.all(group);
+    }
     const cpu = process.cpuUsage(c0);
     // µs per node execution: wall time, and this process's CPU time (less moved by other
     // processes on a loaded machine)
     return [Number(process.hrtime.bigint() - t0) / rounds / 1000, (cpu.user + cpu.system) / rounds];
   };
   const rounds = b.rounds ?? 500;
+  const concurrency = Math.max(1, b.concurrency ?? 1);
   const samples = { pure1: [], pure4: [], rust1: [], rust4: [] };
   const cpu = { pure1: [], pure4: [], rust1: [], rust4: [] };
   for (let r = 0; r < (b.repeats ?? 7); r++) {
@@ -494,7 +501,7 @@ async function bench(registry, _host, b) {
   const perCall = { pure: (m.pure4 - m.pure1) / 3, rust: (m.rust4 - m.rust1) / 3 };
   const cpuPerCall = { pure: (c.pure4 - c.pure1) / 3, rust: (c.rust4 - c.rust1) / 3 };
   return {
-    rounds, node: process.version,
+    rounds, concurrency, node: process.version,
     usPerNode: m,
     usPerCall: perCall,
     usFixedPerNode: { pure: m.pure1 - perCall.pure, rust: m.rust1 - perCall.rust },
