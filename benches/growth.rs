@@ -1,5 +1,6 @@
 //! Growth: the per-call cost with 1 000, 10 000 and 100 000 attempts already in the journal
-//! (in memory and SQLite, measured interleaved in one run), and the peak RSS of a host holding
+//! (in memory and SQLite, measured interleaved in one run), the cost of an event appended to a
+//! run that already holds 20, 2 000 and 20 000 events (SQLite: a long run's log), and the peak RSS of a host holding
 //! 10 000 finished runs (each configuration in a child process of its own, so that one peak does
 //! not hide another).
 //!
@@ -329,5 +330,48 @@ fn main() {
     let bench = args.iter().any(|a| a == "--bench");
     println!("growth");
     cost(bench);
+    long_run(bench);
     rss(bench);
+}
+
+/// An event appended to one run whose log grows: the time of 500 appends (deferred writes: the
+/// journal's CPU, no sync) after 20, 2 000 and 20 000 events. A flat line: the next key is read
+/// at the log's ends, whatever its length.
+fn long_run(bench: bool) {
+    let rt = runtime();
+    let dir = common::temp_dir("growth-long-run");
+    let j = SqliteJournal::open(dir.join("long.sqlite")).expect("open");
+    let run = RunId::new("local/long-run");
+    let event = || {
+        Event::from_parts(
+            "node.started",
+            &json!({"nodeId": "main", "typeId": "community.demo.x"}),
+        )
+    };
+    let (sizes, timed) = if bench {
+        (vec![20u64, 2_000, 20_000], 500)
+    } else {
+        (vec![20, 200], 20)
+    };
+    let mut held = 0u64;
+    let mut first = None;
+    for size in sizes {
+        while held < size {
+            let e = event().expect("event");
+            held = rt.block_on(j.append_event(&run, e)).expect("append") + 1;
+        }
+        let started = Clock::now();
+        for _ in 0..timed {
+            let e = event().expect("event");
+            held = rt.block_on(j.append_event(&run, e)).expect("append") + 1;
+        }
+        let each = started.elapsed() / timed;
+        let base = *first.get_or_insert(each);
+        println!(
+            "  sqlite one run holding {size:>6} events: {each:>10.2?} an event appended ({:.2}x the smallest)",
+            each.as_secs_f64() / base.as_secs_f64()
+        );
+    }
+    drop(j);
+    let _ = std::fs::remove_dir_all(&dir);
 }

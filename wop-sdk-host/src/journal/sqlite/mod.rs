@@ -54,6 +54,7 @@ use crate::journal::{JournalError, SCHEMA_VERSION};
 use combine::Core;
 use errors::{BUSY_TIMEOUT, opening, sql, stopped};
 use open::{file_len, inspect, read_only_connection};
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 use schema::{check_tables, migrate};
 use settle::Shared;
@@ -145,6 +146,11 @@ impl SqliteJournal {
         // Every statement the journal runs stays prepared (rusqlite keeps 16 by default, fewer
         // than the journal has: a call would prepare some of its statements again each time).
         conn.set_prepared_statement_cache_capacity(STATEMENTS_KEPT);
+        // One plan per statement, whatever its bound values: without it SQLite marks a statement
+        // that names a parameter twice (a run's first and last event) to be prepared again each
+        // time the parameter is bound, about 79 000 instructions a run of it (BENCHMARKS.md §12g).
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .map_err(sql)?;
         migrate(&mut conn)?;
         check_tables(&conn)?;
         // No sync at a commit: the writer calls `fdatasync` on the WAL after each one (see

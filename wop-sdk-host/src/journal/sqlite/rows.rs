@@ -43,12 +43,25 @@ pub(super) fn to_u64(v: i64) -> Result<u64, JournalError> {
     u64::try_from(v).map_err(|_| JournalError::Corrupt(format!("a stored count is negative: {v}")))
 }
 
-/// The `seq` key of the run's next stored event, and its position in the run's log (they differ
-/// in a log migrated from schema 1, whose keys start at 1).
+/// The `seq` key of the run's next stored event, and its position in the run's log. A run's keys
+/// are contiguous (events are only appended, each at the last key + 1, and never deleted one by
+/// one) from 0, or from 1 in a log migrated from schema 1: the position is the next key less the
+/// first. Both ends are read through the key's index, so an append costs as much in a long run
+/// as in a short one (counting the run's events read every one of them).
 pub(super) fn next_seq(conn: &Connection, run: &str) -> Result<(i64, i64), JournalError> {
-    conn.prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0), COUNT(*) FROM events WHERE run_id = ?1")
+    let (last, first): (Option<i64>, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT (SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1), \
+                    (SELECT seq FROM events WHERE run_id = ?1 ORDER BY seq LIMIT 1)",
+        )
         .and_then(|mut s| s.query_row([run], |r| Ok((r.get(0)?, r.get(1)?))))
-        .map_err(sql)
+        .map_err(sql)?;
+    let (Some(last), Some(first)) = (last, first) else {
+        return Ok((0, 0));
+    };
+    let corrupt = || JournalError::Corrupt(format!("run {run}: event keys {first}..={last}"));
+    let next = last.checked_add(1).ok_or_else(corrupt)?;
+    Ok((next, next.checked_sub(first).ok_or_else(corrupt)?))
 }
 
 /// Stores a typed event: its v2 type and payload, and when it was recorded. Returns its sequence
