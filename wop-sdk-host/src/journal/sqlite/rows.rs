@@ -64,16 +64,45 @@ pub(super) fn next_seq(conn: &Connection, run: &str) -> Result<(i64, i64), Journ
     Ok((next, next.checked_sub(first).ok_or_else(corrupt)?))
 }
 
+/// An event ready to store: checked, its payload written and its time taken before the writer
+/// runs (under load the writer's time is every caller's).
+pub(super) struct StoredEvent {
+    event: Event,
+    payload: String,
+    ts: String,
+}
+
+impl StoredEvent {
+    pub(super) fn new(event: Event) -> Result<Self, JournalError> {
+        checked(&event)?;
+        Ok(Self {
+            payload: event.payload_text(),
+            ts: rfc3339(SystemTime::now()),
+            event,
+        })
+    }
+}
+
 /// Stores a typed event: its v2 type and payload, and when it was recorded. Returns its sequence
 /// (its position in the run's log, from 0).
-pub(super) fn push_event(conn: &Connection, run: &str, event: &Event) -> Result<u64, JournalError> {
+pub(super) fn push_event(
+    conn: &Connection,
+    run: &str,
+    stored: &StoredEvent,
+) -> Result<u64, JournalError> {
     let (seq, position) = next_seq(conn, run)?;
-    let payload = event.payload_text();
-    let ts = rfc3339(SystemTime::now());
     conn.prepare_cached(
         "INSERT INTO events (run_id, seq, kind, payload, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
     )
-    .and_then(|mut s| s.execute(params![run, seq, event.kind(), payload, ts]))
+    .and_then(|mut s| {
+        s.execute(params![
+            run,
+            seq,
+            stored.event.kind(),
+            stored.payload,
+            stored.ts
+        ])
+    })
     .map_err(sql)?;
     to_u64(position)
 }
@@ -230,28 +259,48 @@ fn announce(c: &Connection, key: &AttemptKey, n: u32, max_tokens: u32) -> Result
     Ok(())
 }
 
-/// The terminal write of a call: its outcome, its charge and its events, after checking every
-/// event; the call's lease is given up.
-pub(super) fn finish(
-    c: &Connection,
-    key: &AttemptKey,
-    outcome: &Outcome,
-    charge: Option<&Charge>,
-    events: &[Event],
-) -> Result<(), JournalError> {
-    // Every event is checked before anything is written: all or nothing.
-    events.iter().try_for_each(checked)?;
+/// The terminal write of a call, made ready before the writer runs: its outcome and charge
+/// written as stored, and its events checked ([`StoredEvent`]): all or nothing.
+pub(super) struct Finish {
+    outcome: String,
+    beneficiaries: Option<String>,
+    generations: Option<u32>,
+    output_tokens: Option<i64>,
+    pub(super) events: Vec<StoredEvent>,
+}
+
+impl Finish {
+    pub(super) fn new(
+        outcome: &Outcome,
+        charge: Option<&Charge>,
+        events: Vec<Event>,
+    ) -> Result<Self, JournalError> {
+        let events = events
+            .into_iter()
+            .map(StoredEvent::new)
+            .collect::<Result<_, _>>()?;
+        let (beneficiaries, generations, output_tokens) = match charge {
+            Some(charge) => (
+                Some(to_json(&charge.beneficiaries)?),
+                Some(charge.generations),
+                Some(to_i64(charge.output_tokens)?),
+            ),
+            None => (None, None, None),
+        };
+        Ok(Self {
+            outcome: to_json(outcome)?,
+            beneficiaries,
+            generations,
+            output_tokens,
+            events,
+        })
+    }
+}
+
+/// The terminal write of a call: its outcome, its charge and its events; the call's lease is
+/// given up.
+pub(super) fn finish(c: &Connection, key: &AttemptKey, f: &Finish) -> Result<(), JournalError> {
     let (run, node, index) = key_params(key);
-    let text = to_json(&outcome)?;
-    // The outcome, its charge, and the lease given up, in the row: only where no outcome is yet.
-    let (beneficiaries, generations, output_tokens) = match charge {
-        Some(charge) => (
-            Some(to_json(&charge.beneficiaries)?),
-            Some(charge.generations),
-            Some(to_i64(charge.output_tokens)?),
-        ),
-        None => (None, None, None),
-    };
     let changed = c
         .prepare_cached(
             "UPDATE calls SET outcome = ?4, lease = NULL, beneficiaries = ?5, generations = ?6, \
@@ -263,10 +312,10 @@ pub(super) fn finish(
                 run,
                 node,
                 index,
-                text,
-                beneficiaries,
-                generations,
-                output_tokens
+                f.outcome,
+                f.beneficiaries,
+                f.generations,
+                f.output_tokens
             ])
         })
         .map_err(sql)?;
@@ -276,7 +325,7 @@ pub(super) fn finish(
             Some(_) => JournalError::Io(format!("the outcome of {key} is already recorded")),
         });
     }
-    for event in events {
+    for event in &f.events {
         push_event(c, &run, event)?;
     }
     Ok(())

@@ -3,15 +3,14 @@
 
 use super::SqliteJournal;
 use super::rows::{
-    begin_in, from_json, key_params, parse_fingerprint, push_event, read_call, read_lease,
-    read_run, record_request_in, to_json, to_run, to_u64,
+    Finish, StoredEvent, begin_in, from_json, key_params, parse_fingerprint, push_event, read_call,
+    read_lease, read_run, record_request_in, to_json, to_run, to_u64,
 };
 
 use super::errors::sql;
 use super::task::Durability;
 use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
-    checked,
 };
 use rusqlite::{OptionalExtension, params};
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
@@ -151,11 +150,15 @@ impl Journal for SqliteJournal {
         events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         let key = key.clone();
+        let finish = match Finish::new(&outcome, charge.as_ref(), events) {
+            Ok(finish) => finish,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         // Deferred: the next call's identity, or the node's end, commits it (see the module).
         // Without events it is one statement (the row's update), which needs no savepoint.
-        let one_write = events.is_empty();
+        let one_write = finish.events.is_empty();
         self.submit_job(Durability::Deferred, one_write, move |c| {
-            super::rows::finish(c, &key, &outcome, charge.as_ref(), &events)
+            super::rows::finish(c, &key, &finish)
         })
     }
 
@@ -221,11 +224,12 @@ impl Journal for SqliteJournal {
             Event::NodeCompleted(_) | Event::NodeFailed(_) => Durability::Durable,
             _ => Durability::Deferred,
         };
+        let stored = match StoredEvent::new(event) {
+            Ok(stored) => stored,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
         // One statement writes (the insert; the sequence is read before it).
-        self.submit_one_write(durability, move |c| {
-            checked(&event)?;
-            push_event(c, &run, &event)
-        })
+        self.submit_one_write(durability, move |c| push_event(c, &run, &stored))
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
