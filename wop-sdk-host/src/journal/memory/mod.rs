@@ -5,6 +5,7 @@
 //! Everything of a run sits in one place (its record, calls, charges, leases and events), so a
 //! call's key is stored once, not once per table, and dropping a run is one removal.
 
+mod answers;
 mod calls;
 mod retention;
 
@@ -13,13 +14,11 @@ pub use retention::Retention;
 use super::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
 };
+use answers::{begun, done, ready};
 use calls::{Call, RunCalls};
 use foldhash::HashMap;
 use retention::Ended;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll};
 use std::time::SystemTime;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent, rfc3339};
@@ -109,41 +108,6 @@ impl MemoryJournal {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
-    Box::pin(std::future::ready(v))
-}
-
-/// A future ready with `make()`. For a constant answer (`Ok(())`, `Begin::Fresh`) `make`
-/// captures nothing, so the future has no size and its box allocates nothing: the answers of a
-/// call's usual path cost no allocation.
-struct Constant<F>(F);
-
-impl<T, F: Fn() -> T + Unpin> Future for Constant<F> {
-    type Output = T;
-
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<T> {
-        Poll::Ready((self.0)())
-    }
-}
-
-fn constant<'a, T, F: Fn() -> T + Send + Unpin + 'a>(make: F) -> BoxFuture<'a, T> {
-    Box::pin(Constant(make))
-}
-
-/// `Ok(())`, without an allocation.
-fn done<'a>() -> BoxFuture<'a, Result<(), JournalError>> {
-    constant(|| Ok(()))
-}
-
-/// The answer of `begin`, without an allocation for a fresh identity (the usual one).
-fn begun<'a>(begin: Begin) -> BoxFuture<'a, Result<Begin, JournalError>> {
-    if begin == Begin::Fresh {
-        constant(|| Ok(Begin::Fresh))
-    } else {
-        ready(Ok(begin))
     }
 }
 

@@ -38,6 +38,7 @@
 mod combine;
 mod errors;
 mod open;
+mod reads;
 mod rows;
 mod schema;
 mod settle;
@@ -48,7 +49,7 @@ mod tests;
 mod writer;
 
 #[cfg(test)]
-use rows::UNKNOWN_TIME;
+use reads::UNKNOWN_TIME;
 
 use crate::journal::{JournalError, SCHEMA_VERSION};
 use combine::Core;

@@ -234,7 +234,7 @@ impl Journal for SqliteJournal {
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
         let run = run.as_str().to_owned();
-        self.submit(Durability::Read, move |c| super::rows::events(c, &run))
+        self.submit(Durability::Read, move |c| super::reads::events(c, &run))
     }
 
     fn charges<'a>(
@@ -243,7 +243,7 @@ impl Journal for SqliteJournal {
     ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
         let run = run.map(|r| r.as_str().to_owned());
         self.submit(Durability::Read, move |c| {
-            super::rows::charges(c, run.as_deref())
+            super::reads::charges(c, run.as_deref())
         })
     }
 
