@@ -38,16 +38,10 @@ pub(super) struct Core {
     /// `None` once the journal is closed.
     writer: Mutex<Option<Writer>>,
     pub(super) shared: Arc<Shared>,
-    alarm: Mutex<Alarm>,
+    /// When the open transaction is due, for the journal's thread.
+    alarm: Mutex<Option<Instant>>,
     wake: Condvar,
     stop: AtomicBool,
-}
-
-/// The journal's thread's work.
-#[derive(Default)]
-struct Alarm {
-    /// When the open transaction is due.
-    due: Option<Instant>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -60,7 +54,7 @@ impl Core {
             queue: Mutex::new(Vec::new()),
             writer: Mutex::new(Some(writer)),
             shared,
-            alarm: Mutex::new(Alarm::default()),
+            alarm: Mutex::new(None),
             wake: Condvar::new(),
             stop: AtomicBool::new(false),
         }
@@ -122,8 +116,8 @@ impl Core {
 
     fn arm(&self, due: Instant) {
         let mut alarm = lock(&self.alarm);
-        if alarm.due.is_none_or(|at| due < at) {
-            alarm.due = Some(due);
+        if alarm.is_none_or(|at| due < at) {
+            *alarm = Some(due);
             self.wake.notify_one();
         }
     }
@@ -132,7 +126,7 @@ impl Core {
     pub(super) fn window_changed(&self) {
         let due = lock(&self.writer).as_ref().and_then(Writer::due);
         if let Some(due) = due {
-            lock(&self.alarm).due = Some(due);
+            *lock(&self.alarm) = Some(due);
         }
         self.wake.notify_one();
     }
@@ -142,7 +136,7 @@ impl Core {
     pub(super) fn flush_loop(&self) {
         let mut alarm = lock(&self.alarm);
         while !self.stop.load(Ordering::Acquire) {
-            match alarm.due {
+            match *alarm {
                 None => {
                     alarm = self
                         .wake
@@ -158,7 +152,7 @@ impl Core {
                         .0;
                 }
                 Some(_) => {
-                    alarm.due = None;
+                    *alarm = None;
                     drop(alarm);
                     let settle = lock(&self.writer).as_mut().and_then(Writer::commit_if_due);
                     if let Some(settle) = settle {
