@@ -64,12 +64,12 @@ pub(super) fn next_seq(conn: &Connection, run: &str) -> Result<(i64, i64), Journ
     Ok((next, next.checked_sub(first).ok_or_else(corrupt)?))
 }
 
-/// An event ready to store: checked, its payload written and its time taken before the writer
-/// runs (under load the writer's time is every caller's).
+/// An event ready to store: checked and its payload written before the writer runs (under load
+/// the writer's time is every caller's). Its time is taken when it is stored, so that times
+/// follow the log's order.
 pub(super) struct StoredEvent {
     event: Event,
     payload: String,
-    ts: String,
 }
 
 impl StoredEvent {
@@ -77,7 +77,6 @@ impl StoredEvent {
         checked(&event)?;
         Ok(Self {
             payload: event.payload_text(),
-            ts: rfc3339(SystemTime::now()),
             event,
         })
     }
@@ -91,18 +90,11 @@ pub(super) fn push_event(
     stored: &StoredEvent,
 ) -> Result<u64, JournalError> {
     let (seq, position) = next_seq(conn, run)?;
+    let ts = rfc3339(SystemTime::now());
     conn.prepare_cached(
         "INSERT INTO events (run_id, seq, kind, payload, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
     )
-    .and_then(|mut s| {
-        s.execute(params![
-            run,
-            seq,
-            stored.event.kind(),
-            stored.payload,
-            stored.ts
-        ])
-    })
+    .and_then(|mut s| s.execute(params![run, seq, stored.event.kind(), stored.payload, ts]))
     .map_err(sql)?;
     to_u64(position)
 }
