@@ -1,5 +1,5 @@
 //! Group commit: a failing command fails alone in its batch; concurrent calls are all kept;
-//! a schema-1 journal migrates.
+//! a schema-1 journal migrates; a long log is numbered in order.
 
 use super::*;
 use std::time::Duration;
@@ -253,6 +253,42 @@ async fn a_schema_1_journal_migrates_and_its_events_read_as_v2() {
     let c = Connection::open(&path).expect("plain open");
     assert_eq!(user_version(&c), Ok(SCHEMA_VERSION));
     drop(c);
+    cleanup(&path);
+}
+
+/// An event's position is its run's count of events before it, whatever the log's length and
+/// the other runs' events between its own, and after the journal is opened again.
+#[tokio::test]
+async fn a_long_log_numbers_its_events_in_order_beside_other_runs_and_after_a_reopen() {
+    let path = temp_path("long-log");
+    let (long, short) = (RunId::new("local/long"), RunId::new("local/short"));
+    let started = || {
+        event(
+            "node.started",
+            json!({"nodeId": "main", "typeId": "community.demo.x"}),
+        )
+    };
+    {
+        let j = SqliteJournal::open(&path).expect("open");
+        for i in 0..300u64 {
+            assert_eq!(j.append_event(&long, started()).await, Ok(i));
+            if i % 60 == 0 {
+                assert_eq!(j.append_event(&short, started()).await, Ok(i / 60));
+            }
+        }
+    }
+    let j = SqliteJournal::open(&path).expect("opens again");
+    assert_eq!(j.append_event(&long, started()).await, Ok(300));
+    assert_eq!(j.append_event(&short, started()).await, Ok(5));
+    let events = j.events(&long).await.expect("events");
+    assert_eq!(events.len(), 301);
+    assert!(
+        events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.sequence == i as u64)
+    );
+    drop(j);
     cleanup(&path);
 }
 
