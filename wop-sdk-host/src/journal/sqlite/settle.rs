@@ -74,7 +74,7 @@ impl Shared {
     /// Durable writes wait for a commit, and no sync is under way: whoever can take the writer
     /// should commit them.
     pub(super) fn commit_due(&self) -> bool {
-        self.waiting.load(Ordering::SeqCst) > 0 && self.in_flight.load(Ordering::SeqCst) == 0
+        self.waiting.load(Ordering::SeqCst) > 0 && !self.sync_under_way()
     }
 }
 
