@@ -12,8 +12,10 @@
 //! Two stores pass one shared test suite: [`MemoryJournal`] for fast unit tests and, with the
 //! `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL, durable before dispatch).
 
+mod blocking;
 mod fingerprint;
 pub mod lease;
+mod log;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -22,6 +24,7 @@ pub(crate) mod suite;
 
 pub use fingerprint::{Fingerprint, fingerprint};
 pub use lease::Lease;
+pub use log::LogJournal;
 pub use memory::{MemoryJournal, Retention};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{DEFAULT_FLUSH_WINDOW, SqliteJournal};

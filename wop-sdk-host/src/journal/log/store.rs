@@ -1,0 +1,227 @@
+//! The [`Journal`] operations of [`LogJournal`]: each a check against the records, a record
+//! appended when something changes, and the change applied (`mod.rs` holds the file's lock
+//! around the three).
+
+use super::LogJournal;
+use super::ops::{EventRecord, Key, Op, nanos};
+use crate::journal::{
+    Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
+    checked,
+};
+use std::borrow::Cow;
+use std::time::SystemTime;
+use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
+use wop_sdk::wire::{Event, RunEvent};
+
+fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
+    Box::pin(std::future::ready(v))
+}
+
+impl LogJournal {
+    /// `begin`, with `requests` announced with the identity and its lease: durable.
+    fn begin_with<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        first: Option<u32>,
+        lease: Option<&'a Lease>,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        self.shared.write_then(true, |w| {
+            if let Some(found) = w.records().found(key, fingerprint) {
+                return Ok(found);
+            }
+            let requests = u32::from(first.is_some());
+            w.append(&Op::Begin {
+                key: Key::of(key),
+                fingerprint: fingerprint.to_hex(),
+                attempt: Cow::Borrowed(attempt_id),
+                requests,
+                max_tokens: first,
+                lease: lease.map(Cow::Borrowed),
+            })?;
+            w.records()
+                .insert_call(key, fingerprint, attempt_id, requests, lease);
+            Ok(Begin::Fresh)
+        })
+    }
+}
+
+impl Journal for LogJournal {
+    fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>> {
+        // Deferred: the run's first call identity, or its node's end, makes it durable.
+        self.shared.write_then(false, |w| {
+            if !w.records().has_run(&run.run_id) {
+                w.append(&Op::Run {
+                    record: Cow::Borrowed(&run),
+                })?;
+                w.records().register_run(run);
+            }
+            Ok(())
+        })
+    }
+
+    fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
+        ready(self.shared.read(|r| r.run(run)))
+    }
+
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
+        ready(self.shared.read(|r| r.runs()))
+    }
+
+    fn begin<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        self.begin_with(key, fingerprint, attempt_id, None, None)
+    }
+
+    fn begin_first_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        self.begin_with(key, fingerprint, attempt_id, Some(max_tokens), None)
+    }
+
+    fn begin_leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        fingerprint: &'a Fingerprint,
+        attempt_id: &'a str,
+        max_tokens: u32,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        self.begin_with(key, fingerprint, attempt_id, Some(max_tokens), Some(lease))
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        self.shared.write_then(true, |w| {
+            if !w.records().holds_lease(key, &lease.holder) {
+                return Ok(false);
+            }
+            w.append(&Op::Renew {
+                key: Key::of(key),
+                lease: Cow::Borrowed(lease),
+            })?;
+            Ok(w.records().renew_lease(key, lease))
+        })
+    }
+
+    fn leased<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
+        ready(self.shared.read(|r| r.leased(key)))
+    }
+
+    fn record_request<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        n: u32,
+        max_tokens: u32,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.shared.write_then(true, |w| {
+            w.records().check_request(key)?;
+            w.append(&Op::Request {
+                key: Key::of(key),
+                n,
+                max_tokens,
+            })?;
+            w.records().record_request(key, n)
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+        outcome: Outcome,
+        charge: Option<Charge>,
+        events: Vec<Event>,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        // Every event is checked, and written to text, before the file is locked: all or
+        // nothing.
+        let written = events
+            .iter()
+            .map(|e| checked(e).and_then(|()| EventRecord::of(e)))
+            .collect::<Result<Vec<_>, _>>();
+        let written = match written {
+            Ok(written) => written,
+            Err(e) => return ready(Err(e)),
+        };
+        // Deferred: the next call's identity, or the node's end, makes it durable.
+        self.shared.write_then(false, move |w| {
+            w.records().check_finish(key)?;
+            let at = SystemTime::now();
+            w.append(&Op::Finish {
+                key: Key::of(key),
+                outcome: Cow::Borrowed(&outcome),
+                charge: charge.as_ref().map(Cow::Borrowed),
+                events: written,
+                at: nanos(at),
+            })?;
+            w.records().finish(key, outcome, charge, events, at)
+        })
+    }
+
+    fn lookup<'a>(
+        &'a self,
+        key: &'a AttemptKey,
+    ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>> {
+        ready(self.shared.read(|r| r.lookup(key)))
+    }
+
+    fn completed_attempt<'a>(
+        &'a self,
+        run: &'a RunId,
+        attempt_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        ready(self.shared.read(|r| r.completed_attempt(run, attempt_id)))
+    }
+
+    fn append_event<'a>(
+        &'a self,
+        run: &'a RunId,
+        event: Event,
+    ) -> BoxFuture<'a, Result<u64, JournalError>> {
+        // A node's end is what the run's result leaves the process after: durable, with every
+        // write before it. Other events are deferred.
+        let durable = matches!(event, Event::NodeCompleted(_) | Event::NodeFailed(_));
+        let written = match checked(&event).and_then(|()| EventRecord::of(&event)) {
+            Ok(written) => written,
+            Err(e) => return ready(Err(e)),
+        };
+        self.shared.write_then(durable, move |w| {
+            let at = SystemTime::now();
+            w.append(&Op::Event {
+                run: Cow::Borrowed(run.as_str()),
+                event: written,
+                at: nanos(at),
+            })?;
+            Ok(w.records().append_events(run, [event], at))
+        })
+    }
+
+    fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
+        ready(self.shared.read(|r| r.events(run)))
+    }
+
+    fn charges<'a>(
+        &'a self,
+        run: Option<&'a RunId>,
+    ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
+        ready(self.shared.read(|r| r.charges(run)))
+    }
+
+    fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
+        ready(self.shared.read(|r| r.call_count()))
+    }
+}

@@ -1,0 +1,241 @@
+//! When the log's writes reach the disk: one `fdatasync` for every durable write made while the
+//! previous one ran (group commit), and the flush window's thread for deferred writes.
+//!
+//! A durable write is answered once a sync that began after it returned. The caller that finds
+//! no sync under way makes one on its own thread, as a file write would; the durable writes
+//! that arrive meanwhile wait for it to end, and it then syncs again for them (one sync for all
+//! of them) until none waits. On a worker of tokio's multi-thread runtime, when other durable
+//! writes are in flight, the sync runs through `block_in_place`, so that the worker's other
+//! tasks move to another thread rather than wait for the disk.
+
+use crate::journal::JournalError;
+use crate::journal::blocking::off_worker;
+use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+use wop_sdk::host::BoxFuture;
+
+type Answer = oneshot::Sender<Result<(), JournalError>>;
+
+#[derive(Default)]
+struct State {
+    /// Where the last write ended.
+    written: u64,
+    /// How far the file is on the disk.
+    durable: u64,
+    /// A sync is under way.
+    syncing: bool,
+    /// Durable writes waiting for a sync: where each ended, and its answer.
+    waiting: Vec<(u64, Answer)>,
+    /// A sync failed: the file's state on the disk is unknown from then on.
+    failed: Option<JournalError>,
+    /// The flush thread waits for a deferred write (rather than for its window to end).
+    flusher_idle: bool,
+    /// The journal is closing.
+    stop: bool,
+}
+
+/// The log's syncs, shared by its callers and its flush thread.
+pub(super) struct Syncs {
+    state: Mutex<State>,
+    flusher: Condvar,
+    window_ns: AtomicU64,
+    /// `fdatasync`s made.
+    count: AtomicU64,
+    /// How far the file is on the disk (as `State::durable`, read without the lock).
+    durable: AtomicU64,
+    /// Durable writes between their write and their answer.
+    in_flight: AtomicU64,
+}
+
+fn stopped() -> JournalError {
+    JournalError::Io("the journal closed before the write was durable".into())
+}
+
+impl Syncs {
+    /// The syncs of a file durable up to `durable`.
+    pub(super) fn new(durable: u64, window: Duration) -> Self {
+        let syncs = Self {
+            state: Mutex::new(State {
+                written: durable,
+                durable,
+                ..State::default()
+            }),
+            flusher: Condvar::new(),
+            window_ns: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+            durable: AtomicU64::new(durable),
+            in_flight: AtomicU64::new(0),
+        };
+        syncs.set_window(window);
+        syncs
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn set_window(&self, window: Duration) {
+        let ns = u64::try_from(window.as_nanos()).unwrap_or(u64::MAX);
+        self.window_ns.store(ns, Ordering::Relaxed);
+        self.flusher.notify_all();
+    }
+
+    pub(super) fn window(&self) -> Duration {
+        Duration::from_nanos(self.window_ns.load(Ordering::Relaxed))
+    }
+
+    /// `fdatasync`s made so far.
+    pub(super) fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// How far the file is known to be on the disk.
+    pub(super) fn durable(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    /// The failure of an earlier sync, if one failed: nothing more is written then.
+    pub(super) fn failed(&self) -> Option<JournalError> {
+        self.lock().failed.clone()
+    }
+
+    /// A write ended at `end` (writes are made in order, under the log's lock).
+    pub(super) fn wrote(&self, end: u64) {
+        let mut s = self.lock();
+        s.written = s.written.max(end);
+        if s.flusher_idle && s.written > s.durable {
+            s.flusher_idle = false;
+            self.flusher.notify_all();
+        }
+    }
+
+    /// Answers once everything up to `end` is on the disk.
+    pub(super) fn settle(
+        &self,
+        file: &File,
+        end: u64,
+    ) -> BoxFuture<'static, Result<(), JournalError>> {
+        let mut s = self.lock();
+        if let Some(e) = &s.failed {
+            return Box::pin(std::future::ready(Err(e.clone())));
+        }
+        if s.durable >= end {
+            return Box::pin(std::future::ready(Ok(())));
+        }
+        let others = self.in_flight.fetch_add(1, Ordering::SeqCst) > 0;
+        if s.syncing {
+            let (tx, rx) = oneshot::channel();
+            s.waiting.push((end, tx));
+            return Box::pin(async move { rx.await.unwrap_or_else(|_| Err(stopped())) });
+        }
+        s.syncing = true;
+        drop(s);
+        let result = self.lead(file, others);
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        Box::pin(std::future::ready(result))
+    }
+
+    /// Syncs until no durable write waits (the caller set `syncing`); clears `syncing`.
+    fn lead(&self, file: &File, others: bool) -> Result<(), JournalError> {
+        loop {
+            let target = self.lock().written;
+            let synced = off_worker(others, || file.sync_data());
+            let mut s = self.lock();
+            match synced {
+                Err(e) => {
+                    let e = JournalError::Io(format!(
+                        "the journal could not make its writes durable (fdatasync): {e}; \
+                         nothing more is written to it: open it again"
+                    ));
+                    tracing::error!(error = %e, "a sync of the log journal failed");
+                    s.failed = Some(e.clone());
+                    s.syncing = false;
+                    for (_, answer) in s.waiting.drain(..) {
+                        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                        let _ = answer.send(Err(e.clone()));
+                    }
+                    return Err(e);
+                }
+                Ok(()) => {
+                    self.count.fetch_add(1, Ordering::Relaxed);
+                    s.durable = s.durable.max(target);
+                    self.durable.store(s.durable, Ordering::Release);
+                    let durable = s.durable;
+                    let mut i = 0;
+                    while i < s.waiting.len() {
+                        if s.waiting[i].0 <= durable {
+                            let (_, answer) = s.waiting.swap_remove(i);
+                            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                            let _ = answer.send(Ok(()));
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    if s.waiting.is_empty() {
+                        s.syncing = false;
+                        if s.flusher_idle && s.written > s.durable {
+                            // Deferred writes made during the sync: the flush thread's.
+                            s.flusher_idle = false;
+                            self.flusher.notify_all();
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The flush thread: syncs deferred writes a window after the first of them, unless a
+    /// durable write did first; syncs what is left when the journal closes.
+    pub(super) fn flush_loop(&self, file: &File) {
+        let mut s = self.lock();
+        while !s.stop {
+            let dirty = s.written > s.durable && s.failed.is_none();
+            if !dirty || s.syncing {
+                // Nothing to sync, or a caller syncs (it wakes this thread when it leaves
+                // writes behind it).
+                s.flusher_idle = true;
+                s = self.flusher.wait(s).unwrap_or_else(PoisonError::into_inner);
+                s.flusher_idle = false;
+                continue;
+            }
+            let deadline = Instant::now() + self.window();
+            while !s.stop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                s = self
+                    .flusher
+                    .wait_timeout(s, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            if s.written > s.durable && !s.syncing && s.failed.is_none() {
+                s.syncing = true;
+                drop(s);
+                let _ = self.lead(file, false);
+                s = self.lock();
+            }
+        }
+        while s.syncing {
+            drop(s);
+            std::thread::yield_now();
+            s = self.lock();
+        }
+        if s.written > s.durable && s.failed.is_none() {
+            s.syncing = true;
+            drop(s);
+            let _ = self.lead(file, false);
+        }
+    }
+
+    /// Stops the flush thread (which syncs what is left).
+    pub(super) fn stop(&self) {
+        self.lock().stop = true;
+        self.flusher.notify_all();
+    }
+}
