@@ -25,7 +25,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
-use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
+use wop_sdk_host::journal::{Journal, LogJournal, MemoryJournal, SqliteJournal};
 use wop_sdk_host::local::LocalHost;
 
 const CALLS_PER_RUN: u32 = 20;
@@ -323,11 +323,19 @@ fn main() {
     let (sq_calls, sq_wall, sq_t) = one_caller(sq.clone(), d);
     let sq_commits = sq.commits();
     drop(sq);
+    let lg = Arc::new(LogJournal::open(dir.join("split.log")).expect("open"));
+    let (lg_calls, lg_wall, lg_t) = one_caller(lg.clone(), d);
+    let lg_syncs = lg.commits();
+    drop(lg);
     let (mem_calls, mem_wall, mem_t) = one_caller(Arc::new(MemoryJournal::new()), d);
     let many = Arc::new(SqliteJournal::open(dir.join("many.sqlite")).expect("open"));
     let (many_calls, many_wall, many_t) = callers(many.clone(), MANY, d);
     let many_commits = many.commits();
     drop(many);
+    let lg_many = Arc::new(LogJournal::open(dir.join("many.log")).expect("open"));
+    let (lg_many_calls, lg_many_wall, lg_many_t) = callers(lg_many.clone(), MANY, d);
+    let lg_many_syncs = lg_many.commits();
+    drop(lg_many);
     let (mem_many_calls, mem_many_wall, mem_many_t) =
         callers(Arc::new(MemoryJournal::new()), MANY, d);
     let row_full = sqlite_one_row(&dir, "FULL", d);
@@ -349,6 +357,8 @@ fn main() {
         "  fsync, 20 KiB overwrites      {full:>6.0} /s ({full1:.0}, {full2:.0}): {:.1} us (a journal commit's WAL write)",
         1e6 / full
     );
+    // Clock ticks are 10 ms: the kernel's share is coarse, over thousands of calls.
+    let tick = 10_000_000;
     let wall = sq_wall.as_nanos() as u64;
     let per = |ns| us(ns, sq_calls);
     println!(
@@ -359,8 +369,6 @@ fn main() {
         100.0 * sq_calls as f64 / sq_wall.as_secs_f64() / raw
     );
     let [w, j, o] = sq_t;
-    // Clock ticks are 10 ms: the kernel's share is coarse, over thousands of calls.
-    let tick = 10_000_000;
     println!(
         "    per call: workers on CPU {:.1} us ({:.1} in the kernel), waiting for a core {:.1} us, blocked {:.2} times",
         per(w.cpu),
@@ -380,6 +388,20 @@ fn main() {
         "              others on CPU {:.1} us; an fsync of 20 KiB alone (same run) {:.1} us",
         per(o.cpu),
         1e6 / full
+    );
+    let lw = lg_wall.as_nanos() as u64;
+    println!(
+        "  log journal, 1 caller: {:.0} calls/s, {:.1} us a call, {:.2} syncs a call ({:.0}% of the fdatasync rate)",
+        lg_calls as f64 / lg_wall.as_secs_f64(),
+        us(lw, lg_calls),
+        lg_syncs as f64 / (lg_calls + u64::from(CALLS_PER_RUN)) as f64,
+        100.0 * lg_calls as f64 / lg_wall.as_secs_f64() / raw
+    );
+    println!(
+        "    per call: workers on CPU {:.1} us ({:.1} in the kernel), others on CPU {:.1} us (the flush thread)",
+        us(lg_t[0].cpu, lg_calls),
+        us(lg_t[0].sys_ticks * tick, lg_calls),
+        us(lg_t[1].cpu + lg_t[2].cpu, lg_calls),
     );
     let mw = mem_wall.as_nanos() as u64;
     println!(
@@ -407,6 +429,18 @@ fn main() {
         100.0 * many_t.iter().map(|t| t.cpu).sum::<u64>() as f64
             / (cores as f64 * many_wall.as_nanos() as f64),
         us(many_t.iter().map(|t| t.queued).sum(), many_calls),
+    );
+    println!(
+        "  log journal, {MANY} callers: {:.0} calls/s ({:.1}x its one caller), {:.2} syncs a call; \
+         on the CPU {:.1} us a call (workers {:.1}, others {:.1}); the {cores} cores busy {:.0}% of the time",
+        rate(lg_many_calls, lg_many_wall),
+        rate(lg_many_calls, lg_many_wall) / rate(lg_calls, lg_wall),
+        lg_many_syncs as f64 / lg_many_calls as f64,
+        core_us(&lg_many_t, lg_many_calls),
+        us(lg_many_t[0].cpu, lg_many_calls),
+        us(lg_many_t[1].cpu + lg_many_t[2].cpu, lg_many_calls),
+        100.0 * lg_many_t.iter().map(|t| t.cpu).sum::<u64>() as f64
+            / (cores as f64 * lg_many_wall.as_nanos() as f64),
     );
     println!(
         "  in-memory journal, {MANY} callers: {:.0} calls/s ({:.1}x the SQLite journal's one caller); on the CPU {:.1} us a call",

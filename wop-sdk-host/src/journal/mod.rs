@@ -12,7 +12,6 @@
 //! Two stores pass one shared test suite: [`MemoryJournal`] for fast unit tests and, with the
 //! `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL, durable before dispatch).
 
-mod blocking;
 mod fingerprint;
 pub mod lease;
 mod log;

@@ -3,15 +3,17 @@
 //! ```text
 //! header (64 bytes)  "WOPJLOG\n" | format u32 LE | zeros
 //! record             "WREC" | payload length u32 | sequence u64 | durable end u64 |
-//!                    CRC-32 u32 | 0 u32 | payload (JSON, `ops.rs`) | zeros to a multiple of 8
+//!                    time u64 | CRC-32 u32 | 0 u32 | payload (JSON, `ops.rs`) |
+//!                    zeros to a multiple of 8
 //! ```
 //!
 //! Records follow one another from offset 64, numbered from 0 without a gap; the CRC covers the
 //! frame's fields after the magic and the payload. The *durable end* is how far the writer knew
 //! the file to be on the disk when it wrote the record (an `fdatasync` had returned after every
 //! byte before it). Everything after the last record is zero: the file grows in steps of
-//! [`CHUNK`] (`set_len`, so that a sync rarely has to write the file's new length), and a torn
-//! write is zeroed before anything is written after it.
+//! [`CHUNK`] of zeros written out (so that a record's sync writes its data and nothing of the
+//! file system's: no new length, no block to allocate), and a torn write is zeroed before
+//! anything is written after it.
 //!
 //! Reading stops at the first position that is not a whole record with the next number. What
 //! follows is then either a torn write (a crash during a write no one was told was durable), or
@@ -34,7 +36,7 @@ pub(super) const HEADER: u64 = 64;
 /// A record's first bytes.
 const RECORD: &[u8; 4] = b"WREC";
 /// A record's frame, before its payload.
-pub(super) const FRAME: usize = 32;
+pub(super) const FRAME: usize = 40;
 /// The step the file grows by.
 pub(super) const CHUNK: u64 = 4 << 20;
 /// The longest payload read back: a longer length is damage, not a record.
@@ -46,6 +48,8 @@ pub(super) struct Frame {
     pub(super) seq: u64,
     /// How far the file was durable when the record was written.
     pub(super) durable: u64,
+    /// When it was written: nanoseconds since the Unix epoch (an event's time).
+    pub(super) at: u64,
     pub(super) len: u32,
 }
 
@@ -100,16 +104,17 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(v)
 }
 
-/// Appends record `seq` with `payload` to `out`, framed and padded.
-pub(super) fn frame(out: &mut Vec<u8>, seq: u64, durable: u64, payload: &[u8]) {
+/// Appends record `seq`, written `at`, with `payload` to `out`, framed and padded.
+pub(super) fn frame(out: &mut Vec<u8>, seq: u64, durable: u64, at: u64, payload: &[u8]) {
     let start = out.len();
     let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
     out.extend_from_slice(RECORD);
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&seq.to_le_bytes());
     out.extend_from_slice(&durable.to_le_bytes());
+    out.extend_from_slice(&at.to_le_bytes());
     let mut crc = crc32fast::Hasher::new();
-    crc.update(&out[start + 4..start + 24]);
+    crc.update(&out[start + 4..start + 32]);
     crc.update(payload);
     out.extend_from_slice(&crc.finalize().to_le_bytes());
     out.extend_from_slice(&[0; 4]);
@@ -126,6 +131,7 @@ pub(super) fn parse_frame(bytes: &[u8]) -> Option<Frame> {
     (len <= MAX_PAYLOAD).then(|| Frame {
         seq: u64_at(bytes, 8),
         durable: u64_at(bytes, 16),
+        at: u64_at(bytes, 24),
         len,
     })
 }
@@ -133,9 +139,9 @@ pub(super) fn parse_frame(bytes: &[u8]) -> Option<Frame> {
 /// Whether `payload` is the one `frame` (read from `frame_bytes`) checksums.
 pub(super) fn intact(frame_bytes: &[u8], payload: &[u8]) -> bool {
     let mut crc = crc32fast::Hasher::new();
-    crc.update(&frame_bytes[4..24]);
+    crc.update(&frame_bytes[4..32]);
     crc.update(payload);
-    crc.finalize() == u32_at(frame_bytes, 24)
+    crc.finalize() == u32_at(frame_bytes, 32)
 }
 
 /// The whole record at `at` of `buf` (any number): its frame and its payload's range.
@@ -181,14 +187,27 @@ pub(super) fn tail(buf: &[u8], end: usize) -> Tail {
 /// Zeros the file from `from` to its end (a torn write), and makes that durable.
 pub(super) fn zero_from(file: &File, from: u64) -> std::io::Result<()> {
     let len = file.metadata()?.len();
-    let zeros = vec![0u8; 64 << 10];
+    write_zeros(file, from, len)?;
+    file.sync_data()
+}
+
+/// Grows the file from `from` to `to` bytes with zeros written out, not a hole, and makes that
+/// durable: the blocks are allocated now, so that a record's sync later writes its data and
+/// nothing of the file system's (BENCHMARKS.md §13: a log written into holes syncs slower).
+pub(super) fn grow(file: &File, from: u64, to: u64) -> std::io::Result<()> {
+    write_zeros(file, from, to)?;
+    file.sync_data()
+}
+
+fn write_zeros(file: &File, from: u64, to: u64) -> std::io::Result<()> {
+    let zeros = vec![0u8; 256 << 10];
     let mut at = from;
-    while at < len {
-        let n = (len - at).min(zeros.len() as u64) as usize;
+    while at < to {
+        let n = (to - at).min(zeros.len() as u64) as usize;
         file.write_all_at(&zeros[..n], at)?;
         at += n as u64;
     }
-    file.sync_data()
+    Ok(())
 }
 
 /// What the file holds at `at`, read with `pread`.
@@ -242,7 +261,7 @@ mod tests {
         let mut starts = Vec::new();
         for (seq, (payload, durable)) in records.iter().enumerate() {
             starts.push(buf.len());
-            frame(&mut buf, seq as u64, *durable, payload);
+            frame(&mut buf, seq as u64, *durable, 7, payload);
         }
         (buf, starts)
     }

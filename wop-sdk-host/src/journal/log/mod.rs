@@ -53,7 +53,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use sync::Syncs;
 use wop_sdk::host::BoxFuture;
 
@@ -69,8 +69,7 @@ struct Log {
     next_seq: u64,
     /// The file's length as last seen (it grows in steps of [`CHUNK`]).
     len: u64,
-    /// A record's payload, then its frame: kept to be written again.
-    payload: Vec<u8>,
+    /// A record framed: kept to be written again.
     framed: Vec<u8>,
     /// A write failed halfway and its bytes could not be zeroed: nothing more is written.
     broken: Option<JournalError>,
@@ -229,7 +228,7 @@ impl LogJournal {
 /// Writes a new file's header, and makes the file and its name durable.
 fn create(path: &Path, file: &File) -> Result<(), JournalError> {
     file.write_all_at(&file::header(), 0)
-        .and_then(|()| file.set_len(CHUNK))
+        .and_then(|()| file::grow(file, HEADER, CHUNK))
         .and_then(|()| file.sync_all())
         .map_err(|e| io(path, "cannot write the journal's header", &e))?;
     if let Some(parent) = path.parent() {
@@ -263,7 +262,7 @@ fn read(path: &Path, file: &File, repair: bool) -> Result<Log, JournalError> {
         if frame.seq != next_seq {
             break;
         }
-        apply(path, &mut records, &bytes[payload], at as u64, next_seq)?;
+        apply(path, &mut records, &frame, &bytes[payload], at as u64)?;
         at += frame.span() as usize;
         next_seq += 1;
     }
@@ -292,28 +291,28 @@ fn read(path: &Path, file: &File, repair: bool) -> Result<Log, JournalError> {
         end: at as u64,
         next_seq,
         len: bytes.len() as u64,
-        payload: Vec::new(),
         framed: Vec::new(),
         broken: None,
     })
 }
 
-/// Applies the payload of record `seq` (at `at`) to `records`.
+/// Applies the payload of record `frame` (at offset `at`) to `records`.
 fn apply(
     path: &Path,
     records: &mut Records,
+    frame: &file::Frame,
     payload: &[u8],
     at: u64,
-    seq: u64,
 ) -> Result<(), JournalError> {
     let damaged = |m: String| {
         JournalError::Corrupt(format!(
-            "{}: record {seq} at offset {at}: {m}",
-            path.display()
+            "{}: record {} at offset {at}: {m}",
+            path.display(),
+            frame.seq
         ))
     };
     let op: Op<'_> = serde_json::from_slice(payload).map_err(|e| damaged(e.to_string()))?;
-    op.apply(records).map_err(damaged)
+    op.apply(records, ops::time(frame.at)).map_err(damaged)
 }
 
 /// A write under way: the log, its file locked.
@@ -327,8 +326,9 @@ impl Writing<'_> {
         &mut self.log.records
     }
 
-    /// Appends `op` as the next record; answers where it ends.
-    fn append(&mut self, op: &Op<'_>) -> Result<u64, JournalError> {
+    /// Appends `payload` (an [`Op`], `ops::encode`) as the next record, written now; answers
+    /// when (its events' time).
+    fn append(&mut self, payload: &[u8]) -> Result<SystemTime, JournalError> {
         let Shared {
             path,
             file,
@@ -343,18 +343,22 @@ impl Writing<'_> {
             )));
         }
         let log = &mut *self.log;
-        log.payload.clear();
-        serde_json::to_writer(&mut log.payload, op)
-            .map_err(|e| JournalError::Io(format!("cannot write a record: {e}")))?;
+        let now = SystemTime::now();
         log.framed.clear();
-        file::frame(&mut log.framed, log.next_seq, syncs.durable(), &log.payload);
+        file::frame(
+            &mut log.framed,
+            log.next_seq,
+            syncs.durable(),
+            ops::nanos(now),
+            payload,
+        );
         let end = log.end + log.framed.len() as u64;
         if end > log.len {
             // Another process may have grown the file: it never shrinks.
             log.len = file.metadata().map_err(|e| io(path, "stat", &e))?.len();
             if end > log.len {
                 let len = end.next_multiple_of(CHUNK);
-                file.set_len(len)
+                file::grow(file, log.len, len)
                     .map_err(|e| io(path, "cannot grow the journal", &e))?;
                 log.len = len;
             }
@@ -373,7 +377,7 @@ impl Writing<'_> {
         log.end = end;
         log.next_seq += 1;
         syncs.wrote(end);
-        Ok(end)
+        Ok(now)
     }
 
     /// Where the last record ends.
@@ -404,7 +408,7 @@ impl Shared {
             match file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))? {
                 Next::End => return Ok(()),
                 Next::Record(frame, payload) if frame.seq == log.next_seq => {
-                    apply(&self.path, &mut log.records, &payload, log.end, frame.seq)?;
+                    apply(&self.path, &mut log.records, &frame, &payload, log.end)?;
                     log.end += frame.span();
                     log.next_seq += 1;
                     self.syncs.wrote(log.end);

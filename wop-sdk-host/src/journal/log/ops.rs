@@ -1,6 +1,7 @@
 //! A record's payload: one write of the journal, as JSON ([`Op`]), and how it is applied to the
 //! [`Records`] the journal keeps in memory. Opening the log applies every record in order; a
-//! journal catches up with another process's records the same way.
+//! journal catches up with another process's records the same way. A payload is written before
+//! the file is locked ([`encode`]); the record's time, taken under the lock, is in its frame.
 
 use crate::journal::memory::Records;
 use crate::journal::{Charge, Fingerprint, JournalError, Lease, Outcome, RunRecord};
@@ -97,7 +98,7 @@ pub(super) enum Op<'a> {
         key: Key<'a>,
         lease: Cow<'a, Lease>,
     },
-    /// A call's outcome, charge and events, recorded at `at`.
+    /// A call's outcome, charge and events (recorded at the record's time).
     Finish {
         #[serde(borrow)]
         key: Key<'a>,
@@ -106,15 +107,13 @@ pub(super) enum Op<'a> {
         charge: Option<Cow<'a, Charge>>,
         #[serde(borrow)]
         events: Vec<EventRecord<'a>>,
-        at: u64,
     },
-    /// One event of a run, recorded at `at`.
+    /// One event of a run (recorded at the record's time).
     Event {
         #[serde(borrow)]
         run: Cow<'a, str>,
         #[serde(borrow)]
         event: EventRecord<'a>,
-        at: u64,
     },
 }
 
@@ -124,15 +123,21 @@ pub(super) fn nanos(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-fn time(nanos: u64) -> SystemTime {
+/// A record's time as the journal keeps it.
+pub(super) fn time(nanos: u64) -> SystemTime {
     UNIX_EPOCH + Duration::from_nanos(nanos)
 }
 
+/// The payload of `op`.
+pub(super) fn encode(op: &Op<'_>) -> Result<Vec<u8>, JournalError> {
+    serde_json::to_vec(op).map_err(|e| JournalError::Io(format!("cannot write a record: {e}")))
+}
+
 impl Op<'_> {
-    /// Applies the write to `records`. A record that does not fit what came before it (a call
+    /// Applies the write, made `at`, to `records`. A record that does not fit what came before it (a call
     /// recorded twice, an outcome for no identity) is an error: the log is not one this journal
     /// wrote.
-    pub(super) fn apply(self, records: &mut Records) -> Result<(), String> {
+    pub(super) fn apply(self, records: &mut Records, at: SystemTime) -> Result<(), String> {
         match self {
             Op::Run { record } => records.register_run(record.into_owned()),
             Op::Begin {
@@ -168,7 +173,6 @@ impl Op<'_> {
                 outcome,
                 charge,
                 events,
-                at,
             } => {
                 let events = events
                     .iter()
@@ -180,13 +184,13 @@ impl Op<'_> {
                         outcome.into_owned(),
                         charge.map(Cow::into_owned),
                         events,
-                        time(at),
+                        at,
                     )
                     .map_err(|e| e.to_string())?;
             }
-            Op::Event { run, event, at } => {
+            Op::Event { run, event } => {
                 let event = event.event()?;
-                records.append_events(&RunId::new(&*run), [event], time(at));
+                records.append_events(&RunId::new(&*run), [event], at);
             }
         }
         Ok(())
@@ -216,14 +220,14 @@ mod tests {
             outcome: Cow::Borrowed(&outcome),
             charge: None,
             events: vec![EventRecord::of(&event).expect("payload")],
-            at: 1_764_860_000_123_000_000,
         };
         let text = serde_json::to_vec(&op).expect("write");
         let back: Op<'_> = serde_json::from_slice(&text).expect("read");
         let mut records = Records::default();
         let fp = Fingerprint([4; 32]);
         records.insert_call(&key, &fp, "a-1", 1, None);
-        back.apply(&mut records).expect("apply");
+        back.apply(&mut records, time(1_764_860_000_123_000_000))
+            .expect("apply");
         let entry = records.lookup(&key).expect("the call");
         assert_eq!(entry.outcome, Some(outcome));
         let events = records.events(&key.run_id);

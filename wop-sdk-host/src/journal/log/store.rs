@@ -1,15 +1,14 @@
-//! The [`Journal`] operations of [`LogJournal`]: each a check against the records, a record
-//! appended when something changes, and the change applied (`mod.rs` holds the file's lock
-//! around the three).
+//! The [`Journal`] operations of [`LogJournal`]: each a record's payload written first, then,
+//! under the file's lock (`mod.rs`), a check against the records, the record appended when
+//! something changes, and the change applied.
 
 use super::LogJournal;
-use super::ops::{EventRecord, Key, Op, nanos};
+use super::ops::{EventRecord, Key, Op, encode};
 use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
     checked,
 };
 use std::borrow::Cow;
-use std::time::SystemTime;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent};
 
@@ -27,19 +26,23 @@ impl LogJournal {
         first: Option<u32>,
         lease: Option<&'a Lease>,
     ) -> BoxFuture<'a, Result<Begin, JournalError>> {
+        let requests = u32::from(first.is_some());
+        let payload = match encode(&Op::Begin {
+            key: Key::of(key),
+            fingerprint: fingerprint.to_hex(),
+            attempt: Cow::Borrowed(attempt_id),
+            requests,
+            max_tokens: first,
+            lease: lease.map(Cow::Borrowed),
+        }) {
+            Ok(payload) => payload,
+            Err(e) => return ready(Err(e)),
+        };
         self.shared.write_then(true, |w| {
             if let Some(found) = w.records().found(key, fingerprint) {
                 return Ok(found);
             }
-            let requests = u32::from(first.is_some());
-            w.append(&Op::Begin {
-                key: Key::of(key),
-                fingerprint: fingerprint.to_hex(),
-                attempt: Cow::Borrowed(attempt_id),
-                requests,
-                max_tokens: first,
-                lease: lease.map(Cow::Borrowed),
-            })?;
+            w.append(&payload)?;
             w.records()
                 .insert_call(key, fingerprint, attempt_id, requests, lease);
             Ok(Begin::Fresh)
@@ -50,11 +53,15 @@ impl LogJournal {
 impl Journal for LogJournal {
     fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>> {
         // Deferred: the run's first call identity, or its node's end, makes it durable.
+        let payload = match encode(&Op::Run {
+            record: Cow::Borrowed(&run),
+        }) {
+            Ok(payload) => payload,
+            Err(e) => return ready(Err(e)),
+        };
         self.shared.write_then(false, |w| {
             if !w.records().has_run(&run.run_id) {
-                w.append(&Op::Run {
-                    record: Cow::Borrowed(&run),
-                })?;
+                w.append(&payload)?;
                 w.records().register_run(run);
             }
             Ok(())
@@ -104,14 +111,18 @@ impl Journal for LogJournal {
         key: &'a AttemptKey,
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
+        let payload = match encode(&Op::Renew {
+            key: Key::of(key),
+            lease: Cow::Borrowed(lease),
+        }) {
+            Ok(payload) => payload,
+            Err(e) => return ready(Err(e)),
+        };
         self.shared.write_then(true, |w| {
             if !w.records().holds_lease(key, &lease.holder) {
                 return Ok(false);
             }
-            w.append(&Op::Renew {
-                key: Key::of(key),
-                lease: Cow::Borrowed(lease),
-            })?;
+            w.append(&payload)?;
             Ok(w.records().renew_lease(key, lease))
         })
     }
@@ -129,13 +140,17 @@ impl Journal for LogJournal {
         n: u32,
         max_tokens: u32,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let payload = match encode(&Op::Request {
+            key: Key::of(key),
+            n,
+            max_tokens,
+        }) {
+            Ok(payload) => payload,
+            Err(e) => return ready(Err(e)),
+        };
         self.shared.write_then(true, |w| {
             w.records().check_request(key)?;
-            w.append(&Op::Request {
-                key: Key::of(key),
-                n,
-                max_tokens,
-            })?;
+            w.append(&payload)?;
             w.records().record_request(key, n)
         })
     }
@@ -147,27 +162,28 @@ impl Journal for LogJournal {
         charge: Option<Charge>,
         events: Vec<Event>,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        // Every event is checked, and written to text, before the file is locked: all or
+        // Every event is checked, and the record written, before the file is locked: all or
         // nothing.
-        let written = events
+        let payload = events
             .iter()
             .map(|e| checked(e).and_then(|()| EventRecord::of(e)))
-            .collect::<Result<Vec<_>, _>>();
-        let written = match written {
-            Ok(written) => written,
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|written| {
+                encode(&Op::Finish {
+                    key: Key::of(key),
+                    outcome: Cow::Borrowed(&outcome),
+                    charge: charge.as_ref().map(Cow::Borrowed),
+                    events: written,
+                })
+            });
+        let payload = match payload {
+            Ok(payload) => payload,
             Err(e) => return ready(Err(e)),
         };
         // Deferred: the next call's identity, or the node's end, makes it durable.
         self.shared.write_then(false, move |w| {
             w.records().check_finish(key)?;
-            let at = SystemTime::now();
-            w.append(&Op::Finish {
-                key: Key::of(key),
-                outcome: Cow::Borrowed(&outcome),
-                charge: charge.as_ref().map(Cow::Borrowed),
-                events: written,
-                at: nanos(at),
-            })?;
+            let at = w.append(&payload)?;
             w.records().finish(key, outcome, charge, events, at)
         })
     }
@@ -195,17 +211,20 @@ impl Journal for LogJournal {
         // A node's end is what the run's result leaves the process after: durable, with every
         // write before it. Other events are deferred.
         let durable = matches!(event, Event::NodeCompleted(_) | Event::NodeFailed(_));
-        let written = match checked(&event).and_then(|()| EventRecord::of(&event)) {
-            Ok(written) => written,
+        let payload = checked(&event)
+            .and_then(|()| EventRecord::of(&event))
+            .and_then(|written| {
+                encode(&Op::Event {
+                    run: Cow::Borrowed(run.as_str()),
+                    event: written,
+                })
+            });
+        let payload = match payload {
+            Ok(payload) => payload,
             Err(e) => return ready(Err(e)),
         };
         self.shared.write_then(durable, move |w| {
-            let at = SystemTime::now();
-            w.append(&Op::Event {
-                run: Cow::Borrowed(run.as_str()),
-                event: written,
-                at: nanos(at),
-            })?;
+            let at = w.append(&payload)?;
             Ok(w.records().append_events(run, [event], at))
         })
     }

@@ -1,15 +1,14 @@
 //! When the log's writes reach the disk: one `fdatasync` for every durable write made while the
 //! previous one ran (group commit), and the flush window's thread for deferred writes.
 //!
-//! A durable write is answered once a sync that began after it returned. The caller that finds
-//! no sync under way makes one on its own thread, as a file write would; the durable writes
-//! that arrive meanwhile wait for it to end, and it then syncs again for them (one sync for all
-//! of them) until none waits. On a worker of tokio's multi-thread runtime, when other durable
-//! writes are in flight, the sync runs through `block_in_place`, so that the worker's other
-//! tasks move to another thread rather than wait for the disk.
+//! A durable write is answered once a sync that began after it returned. A caller alone (no
+//! other durable write in flight, no sync under way) syncs on its own thread, as a file write
+//! would: a hand-off would cost it two thread wake-ups. Under load the journal's thread syncs:
+//! a durable write then waits for its answer without holding a thread, and the durable writes
+//! that arrive during a sync are made durable together by the next one, which begins as soon as
+//! the last ends. The disk then syncs back to back while the runtime's workers run the callers.
 
 use crate::journal::JournalError;
-use crate::journal::blocking::off_worker;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -126,23 +125,30 @@ impl Syncs {
             return Box::pin(std::future::ready(Ok(())));
         }
         let others = self.in_flight.fetch_add(1, Ordering::SeqCst) > 0;
-        if s.syncing {
+        if s.syncing || others {
+            // A sync under way: the next one carries this write. Others in flight: the
+            // journal's thread syncs for them all.
             let (tx, rx) = oneshot::channel();
             s.waiting.push((end, tx));
+            if !s.syncing {
+                self.flusher.notify_all();
+            }
             return Box::pin(async move { rx.await.unwrap_or_else(|_| Err(stopped())) });
         }
         s.syncing = true;
         drop(s);
-        let result = self.lead(file, others);
+        let result = self.lead(file, true);
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
         Box::pin(std::future::ready(result))
     }
 
-    /// Syncs until no durable write waits (the caller set `syncing`); clears `syncing`.
-    fn lead(&self, file: &File, others: bool) -> Result<(), JournalError> {
+    /// Syncs until no durable write waits (the caller set `syncing`); clears `syncing`. A
+    /// caller (`caller`) syncs once, for its write and those before it, and leaves the writes
+    /// that arrived meanwhile to the journal's thread rather than hold its own.
+    fn lead(&self, file: &File, caller: bool) -> Result<(), JournalError> {
         loop {
             let target = self.lock().written;
-            let synced = off_worker(others, || file.sync_data());
+            let synced = file.sync_data();
             let mut s = self.lock();
             match synced {
                 Err(e) => {
@@ -174,10 +180,12 @@ impl Syncs {
                             i += 1;
                         }
                     }
-                    if s.waiting.is_empty() {
+                    if s.waiting.is_empty() || caller {
                         s.syncing = false;
-                        if s.flusher_idle && s.written > s.durable {
-                            // Deferred writes made during the sync: the flush thread's.
+                        let deferred = s.flusher_idle && s.written > s.durable;
+                        if !s.waiting.is_empty() || deferred {
+                            // Durable writes that arrived during the sync, or deferred ones:
+                            // the journal's thread's.
                             s.flusher_idle = false;
                             self.flusher.notify_all();
                         }
@@ -188,45 +196,54 @@ impl Syncs {
         }
     }
 
-    /// The flush thread: syncs deferred writes a window after the first of them, unless a
-    /// durable write did first; syncs what is left when the journal closes.
+    /// The journal's thread: syncs for the durable writes that wait (under load), and syncs
+    /// deferred writes a window after it found them, unless a durable write's sync carried them
+    /// first; syncs what is left when the journal closes.
     pub(super) fn flush_loop(&self, file: &File) {
         let mut s = self.lock();
+        // The writes not durable when the window began (`mark`), and when it ends.
+        let mut window: Option<(u64, Instant)> = None;
         while !s.stop {
-            let dirty = s.written > s.durable && s.failed.is_none();
-            if !dirty || s.syncing {
-                // Nothing to sync, or a caller syncs (it wakes this thread when it leaves
-                // writes behind it).
-                s.flusher_idle = true;
-                s = self.flusher.wait(s).unwrap_or_else(PoisonError::into_inner);
-                s.flusher_idle = false;
-                continue;
-            }
-            let deadline = Instant::now() + self.window();
-            while !s.stop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
+            if !s.syncing && s.failed.is_none() {
+                let now = Instant::now();
+                let window_due =
+                    window.is_some_and(|(mark, deadline)| now >= deadline && s.durable < mark);
+                if !s.waiting.is_empty() || window_due {
+                    s.syncing = true;
+                    drop(s);
+                    let _ = self.lead(file, false);
+                    s = self.lock();
+                    continue;
                 }
-                s = self
-                    .flusher
-                    .wait_timeout(s, left)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0;
             }
-            if s.written > s.durable && !s.syncing && s.failed.is_none() {
-                s.syncing = true;
-                drop(s);
-                let _ = self.lead(file, false);
-                s = self.lock();
+            if let Some((mark, deadline)) = window
+                && (s.durable >= mark || Instant::now() >= deadline)
+            {
+                window = None;
             }
+            if window.is_none() && s.written > s.durable && s.failed.is_none() {
+                window = Some((s.written, Instant::now() + self.window()));
+            }
+            // Without a window, a deferred write wakes this thread (`wrote`).
+            s.flusher_idle = window.is_none();
+            s = match window {
+                None => self.flusher.wait(s).unwrap_or_else(PoisonError::into_inner),
+                Some((_, deadline)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    self.flusher
+                        .wait_timeout(s, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+            s.flusher_idle = false;
         }
         while s.syncing {
             drop(s);
             std::thread::yield_now();
             s = self.lock();
         }
-        if s.written > s.durable && s.failed.is_none() {
+        if (s.written > s.durable || !s.waiting.is_empty()) && s.failed.is_none() {
             s.syncing = true;
             drop(s);
             let _ = self.lead(file, false);

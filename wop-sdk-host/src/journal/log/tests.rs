@@ -182,7 +182,7 @@ async fn a_torn_write_at_the_end_is_zeroed_and_writing_goes_on_after_it() {
     // A crash halfway through a record: its frame and part of its payload.
     let file = OpenOptions::new().write(true).open(&path).expect("file");
     let mut torn = Vec::new();
-    file::frame(&mut torn, 99, 0, br#"{"run":{"record":{"runId":"lost"#);
+    file::frame(&mut torn, 99, 0, 0, br#"{"run":{"record":{"runId":"lost"#);
     torn.truncate(torn.len() - 5);
     file.write_all_at(&torn, end).expect("tear");
     drop(file);
@@ -273,7 +273,7 @@ async fn a_whole_record_that_does_not_fit_the_ones_before_it_is_damage() {
         lease: None,
     };
     let mut rec = Vec::new();
-    file::frame(&mut rec, 1, 0, &serde_json::to_vec(&op).expect("json"));
+    file::frame(&mut rec, 1, 0, 0, &serde_json::to_vec(&op).expect("json"));
     let file = OpenOptions::new().write(true).open(&path).expect("file");
     file.write_all_at(&rec, end).expect("write");
     drop(file);

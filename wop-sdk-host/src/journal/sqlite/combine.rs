@@ -28,7 +28,6 @@ use super::errors::stopped;
 use super::settle::{Settle, Shared};
 use super::task::Task;
 use super::writer::{MAX_BATCH, Writer};
-use crate::journal::blocking::off_worker;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Instant;
@@ -183,6 +182,23 @@ impl Core {
         for task in std::mem::take(&mut *lock(&self.queue)) {
             task.answer(Some(stopped()));
         }
+    }
+}
+
+/// Runs `sync`, which waits for the disk. On a worker of tokio's multi-thread runtime, when
+/// `others` use the journal too, it runs through `block_in_place`: the worker's other tasks (the
+/// other callers, who run the next batch meanwhile) move to another thread, so no core of the
+/// runtime sits idle in the fsync. A caller alone syncs on its thread as a file write would: the
+/// hand-off would cost it more than it saves. (Elsewhere, on a current-thread runtime included,
+/// `sync` runs as it is; `block_in_place` is not allowed there.)
+fn off_worker(others: bool, sync: impl FnOnce()) {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let worker = others
+        && Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if worker {
+        tokio::task::block_in_place(sync);
+    } else {
+        sync();
     }
 }
 
