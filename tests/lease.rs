@@ -5,7 +5,7 @@
 
 use wop_sdk_test_support::child;
 
-use child::{child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
+use child::{Store, child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -85,8 +85,7 @@ fn lease_owner_child() {
     let dir = PathBuf::from(dir);
     child_runtime().block_on(async {
         let host = LocalHost::builder()
-            .sqlite_journal(dir.join("journal.sqlite"))
-            .expect("journal")
+            .journal(Store::from_env().open(&dir, None))
             .provider(Gate(dir.clone()))
             .build();
         let options = RunOptions {
@@ -116,8 +115,14 @@ impl Drop for Owner {
 }
 
 /// Starts the owner and waits until its provider holds the request.
-fn owner_in_flight(dir: &Path) -> Owner {
-    let mut child = spawn_self("lease_owner_child", &[("WOP_LEASE_OWNER_DIR", dir)]);
+fn owner_in_flight(dir: &Path, store: Store) -> Owner {
+    let mut child = spawn_self(
+        "lease_owner_child",
+        &[
+            ("WOP_LEASE_OWNER_DIR", dir),
+            ("WOP_STORE", Path::new(store.name())),
+        ],
+    );
     wait_for(&mut child, &dir.join("dispatched"), "dispatching");
     Owner(child)
 }
@@ -134,15 +139,16 @@ fn spare_provider() -> ScriptedProvider {
 /// journal file, redelivering the owner's call (its task, still waiting).
 fn second_host_waiting(
     dir: &Path,
+    store: Store,
 ) -> (
     Owner,
     ScriptedProvider,
     LocalHost,
     tokio::task::JoinHandle<wop_sdk::node::NodeOutcome>,
 ) {
-    let owner = owner_in_flight(dir);
+    let owner = owner_in_flight(dir, store);
     let provider = spare_provider();
-    let host = host_on_journal(dir, &provider);
+    let host = host_on_journal(dir, &provider, store);
     let waiting = tokio::spawn({
         let host = host.clone();
         async move {
@@ -153,10 +159,9 @@ fn second_host_waiting(
     (owner, provider, host, waiting)
 }
 
-#[tokio::test]
-async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
-    let dir = fresh_dir("wop-lease-live");
-    let (mut owner, provider, host, waiting) = second_host_waiting(&dir);
+async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome(store: Store) {
+    let dir = fresh_dir(&format!("wop-lease-live-{}", store.name()));
+    let (mut owner, provider, host, waiting) = second_host_waiting(&dir, store);
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(
         !waiting.is_finished(),
@@ -182,10 +187,9 @@ async fn a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[tokio::test]
-async fn a_second_host_waiting_on_an_owner_that_dies_reports_the_call_ambiguous() {
-    let dir = fresh_dir("wop-lease-dies");
-    let (mut owner, provider, host, waiting) = second_host_waiting(&dir);
+async fn a_second_host_waiting_on_an_owner_that_dies_reports_the_call_ambiguous(store: Store) {
+    let dir = fresh_dir(&format!("wop-lease-dies-{}", store.name()));
+    let (mut owner, provider, host, waiting) = second_host_waiting(&dir, store);
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(!waiting.is_finished(), "waiting while the owner lives");
     owner.0.kill().expect("SIGKILL the owner");
@@ -206,3 +210,8 @@ async fn a_second_host_waiting_on_an_owner_that_dies_reports_the_call_ambiguous(
     assert!(host.diagnostics().iter().any(|d| d.ambiguous));
     let _ = std::fs::remove_dir_all(dir);
 }
+
+wop_sdk_test_support::on_both_stores!(
+    a_second_host_waits_for_a_live_owner_and_reattaches_to_its_outcome,
+    a_second_host_waiting_on_an_owner_that_dies_reports_the_call_ambiguous,
+);

@@ -4,17 +4,15 @@
 
 use wop_sdk_test_support::child;
 
-use child::{child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
+use child::{Store, child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 use wop_sdk::host::{BoxFuture, RunId};
 use wop_sdk::wire::{ErrorCode, kind};
 use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
-use wop_sdk_host::journal::SqliteJournal;
 use wop_sdk_host::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
     ScriptedProvider, Step,
@@ -88,10 +86,9 @@ fn crash_child() {
     };
     let dir = PathBuf::from(dir);
     child_runtime().block_on(async {
-        let journal = SqliteJournal::open(dir.join("journal.sqlite")).expect("journal");
         // Deferred writes wait for a durable one: no flush on a timer can race the kill.
-        journal.set_flush_window(Duration::from_secs(3600));
-        let builder = LocalHost::builder().journal(Arc::new(journal));
+        let journal = Store::from_env().open(&dir, Some(Duration::from_secs(3600)));
+        let builder = LocalHost::builder().journal(journal);
         let builder = match mode.as_str() {
             "after-dispatch" => builder.provider(Silent(dir.clone())),
             "after-reply" => {
@@ -136,13 +133,14 @@ fn crash_child() {
 }
 
 /// Runs the child until it reaches the kill point, then kills it with SIGKILL.
-fn crash_at(mode: &str) -> PathBuf {
-    let dir = fresh_dir(&format!("wop-crash-{mode}"));
+fn crash_at(mode: &str, store: Store) -> PathBuf {
+    let dir = fresh_dir(&format!("wop-crash-{mode}-{}", store.name()));
     let mut child = spawn_self(
         "crash_child",
         &[
             ("WOP_CRASH_CHILD", Path::new(mode)),
             ("WOP_CRASH_DIR", &dir),
+            ("WOP_STORE", Path::new(store.name())),
         ],
     );
     wait_for(&mut child, &dir.join("marker"), "the kill point");
@@ -151,23 +149,25 @@ fn crash_at(mode: &str) -> PathBuf {
     dir
 }
 
-async fn redeliver(dir: &Path) -> (LocalHost, ScriptedProvider, wop_sdk::node::NodeOutcome) {
+async fn redeliver(
+    dir: &Path,
+    store: Store,
+) -> (LocalHost, ScriptedProvider, wop_sdk::node::NodeOutcome) {
     let provider = ScriptedProvider::new(
         [Step::json(&json!({"title": "fresh"}), 4)]
             .into_iter()
             .collect(),
     );
-    let host = host_on_journal(dir, &provider);
+    let host = host_on_journal(dir, &provider, store);
     let outcome = host
         .redeliver(&RunId::new(RUN), "main", &OneCall, input())
         .await;
     (host, provider, outcome)
 }
 
-#[tokio::test]
-async fn killed_after_dispatch_the_call_fails_terminally_and_is_not_charged() {
-    let dir = crash_at("after-dispatch");
-    let (host, provider, outcome) = redeliver(&dir).await;
+async fn killed_after_dispatch_the_call_fails_terminally_and_is_not_charged(store: Store) {
+    let dir = crash_at("after-dispatch", store);
+    let (host, provider, outcome) = redeliver(&dir, store).await;
     assert_eq!(
         outcome.result.expect_err("terminal failure").error,
         ErrorCode::UpstreamUnavailable
@@ -200,10 +200,9 @@ async fn killed_after_dispatch_the_call_fails_terminally_and_is_not_charged() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[tokio::test]
-async fn killed_before_the_identity_is_persisted_redelivery_dispatches_cleanly() {
-    let dir = crash_at("before-identity");
-    let (host, provider, outcome) = redeliver(&dir).await;
+async fn killed_before_the_identity_is_persisted_redelivery_dispatches_cleanly(store: Store) {
+    let dir = crash_at("before-identity", store);
+    let (host, provider, outcome) = redeliver(&dir, store).await;
     assert_eq!(
         outcome.result.expect("a clean first dispatch")["title"],
         "fresh"
@@ -215,10 +214,9 @@ async fn killed_before_the_identity_is_persisted_redelivery_dispatches_cleanly()
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[tokio::test]
-async fn killed_after_the_reply_before_the_terminal_write_the_call_is_ambiguous() {
-    let dir = crash_at("after-reply");
-    let (host, provider, outcome) = redeliver(&dir).await;
+async fn killed_after_the_reply_before_the_terminal_write_the_call_is_ambiguous(store: Store) {
+    let dir = crash_at("after-reply", store);
+    let (host, provider, outcome) = redeliver(&dir, store).await;
     assert_eq!(
         outcome.result.expect_err("ambiguous").error,
         ErrorCode::UpstreamUnavailable
@@ -231,30 +229,40 @@ async fn killed_after_the_reply_before_the_terminal_write_the_call_is_ambiguous(
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[tokio::test]
-async fn killed_while_the_outcome_waits_for_the_next_durable_write_the_call_is_ambiguous() {
-    // The node got its completion; the outcome was deferred (a crash loses it like a crash
-    // before the terminal write): the provider is not asked again and nothing is charged.
-    let dir = crash_at("after-outcome");
-    let (host, provider, outcome) = redeliver(&dir).await;
-    assert_eq!(
-        outcome.result.expect_err("ambiguous").error,
-        ErrorCode::UpstreamUnavailable
-    );
+async fn killed_while_the_outcome_waits_for_its_sync_nothing_is_dispatched_or_charged_twice(
+    store: Store,
+) {
+    // The node got its completion; the outcome was deferred, not yet durable, and the process
+    // is killed. Either way the provider is not asked again and nothing is charged twice.
+    let dir = crash_at("after-outcome", store);
+    let (host, provider, outcome) = redeliver(&dir, store).await;
     assert_eq!(provider.request_count(), 0, "no second dispatch");
-    assert!(
-        host.ledger(None).await.expect("ledger").is_empty(),
-        "the unknown generation is never charged"
-    );
+    let ledger = host.ledger(None).await.expect("ledger");
+    match store {
+        // SQLite: the outcome waited in the open transaction, which the kill lost: the same as
+        // a crash before the terminal write. The call is ambiguous and never charged.
+        Store::Sqlite => {
+            assert_eq!(
+                outcome.result.expect_err("ambiguous").error,
+                ErrorCode::UpstreamUnavailable
+            );
+            assert!(ledger.is_empty(), "the unknown generation is never charged");
+        }
+        // The log: the outcome was in the file when the call returned (only a machine crash
+        // before its sync could lose it): redelivery replays it, charged once.
+        Store::Log => {
+            assert_eq!(outcome.result.expect("replayed")["title"], "first");
+            assert_eq!(ledger.len(), 1, "charged once, before the kill");
+        }
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[tokio::test]
-async fn killed_after_the_run_returned_everything_before_it_is_durable() {
+async fn killed_after_the_run_returned_everything_before_it_is_durable(store: Store) {
     // The node's end is a durable write: it carried the deferred outcome, the charge and the
     // run's record, so redelivery replays the result and charges nothing again.
-    let dir = crash_at("after-end");
-    let (host, provider, outcome) = redeliver(&dir).await;
+    let dir = crash_at("after-end", store);
+    let (host, provider, outcome) = redeliver(&dir, store).await;
     assert_eq!(outcome.result.expect("replayed")["title"], "first");
     assert_eq!(provider.request_count(), 0, "no new provider request");
     let ledger = host.ledger(Some(&RunId::new(RUN))).await.expect("ledger");
@@ -271,9 +279,12 @@ async fn killed_after_the_run_returned_everything_before_it_is_durable() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[tokio::test]
-async fn redelivery_after_a_completed_call_replays_the_identical_result() {
-    let dir = std::env::temp_dir().join(format!("wop-redeliver-{}", std::process::id()));
+async fn redelivery_after_a_completed_call_replays_the_identical_result(store: Store) {
+    let dir = std::env::temp_dir().join(format!(
+        "wop-redeliver-{}-{}",
+        store.name(),
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     let provider = ScriptedProvider::new(
         [
@@ -283,7 +294,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
         .into_iter()
         .collect(),
     );
-    let host = host_on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider, store);
     let run = RunId::new("done-run");
     let options = RunOptions {
         run_id: Some(run.clone()),
@@ -301,7 +312,7 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
     drop(host);
 
     // A new process would reopen the file: so does this host.
-    let host = host_on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider, store);
     let again = host.redeliver(&run, "main", &OneCall, input()).await;
     assert_eq!(
         again.result.as_ref().expect("replayed").to_string(),
@@ -334,16 +345,16 @@ async fn redelivery_after_a_completed_call_replays_the_identical_result() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[tokio::test]
-async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source() {
-    let dir = std::env::temp_dir().join(format!("wop-fork-{}", std::process::id()));
+async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source(store: Store) {
+    let dir =
+        std::env::temp_dir().join(format!("wop-fork-{}-{}", store.name(), std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let provider = ScriptedProvider::new(
         [Step::json(&json!({"title": "t"}), 9)]
             .into_iter()
             .collect(),
     );
-    let host = host_on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider, store);
     let source = RunId::new("fork-source");
     let options = RunOptions {
         run_id: Some(source.clone()),
@@ -360,7 +371,7 @@ async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source
     drop(host);
 
     // Another process: the fork's origin comes from the journal, not from memory.
-    let host = host_on_journal(&dir, &provider);
+    let host = host_on_journal(&dir, &provider, store);
     let again = host
         .redeliver(&fork.run_id, "main", &OneCall, input())
         .await;
@@ -372,3 +383,13 @@ async fn a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+wop_sdk_test_support::on_both_stores!(
+    killed_after_dispatch_the_call_fails_terminally_and_is_not_charged,
+    killed_before_the_identity_is_persisted_redelivery_dispatches_cleanly,
+    killed_after_the_reply_before_the_terminal_write_the_call_is_ambiguous,
+    killed_while_the_outcome_waits_for_its_sync_nothing_is_dispatched_or_charged_twice,
+    killed_after_the_run_returned_everything_before_it_is_durable,
+    redelivery_after_a_completed_call_replays_the_identical_result,
+    a_replay_fork_redelivered_by_a_new_host_is_still_served_from_the_source,
+);

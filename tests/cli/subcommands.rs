@@ -224,7 +224,23 @@ fn run_refuses_to_start_a_node_that_cannot_fit() {
 
 #[test]
 fn run_events_and_replay_share_a_sqlite_journal() {
-    let journal = fresh_journal("runs.db");
+    run_events_and_replay_share_a_journal("runs.db");
+}
+
+/// A new `*.log` file is a log journal; the commands after `run` know it by its header.
+#[test]
+fn run_events_and_replay_share_a_log_journal() {
+    run_events_and_replay_share_a_journal("runs.log");
+    let journal = std::env::temp_dir()
+        .join(format!("book-ai-cli-{}", std::process::id()))
+        .join("runs.log");
+    let bytes = std::fs::read(&journal).expect("the journal");
+    assert!(bytes.starts_with(b"WOPJLOG\n"), "a log journal");
+    let _ = std::fs::remove_file(&journal);
+}
+
+fn run_events_and_replay_share_a_journal(name: &str) {
+    let journal = fresh_journal(name);
     let script = temp(
         "review-script.json",
         r#"[{"content": "Tighten the ending.", "usage": {"outputTokens": 12}}]"#,

@@ -1,15 +1,100 @@
 //! This test binary re-executed as a child process (`tests/redelivery.rs`, `tests/lease.rs`):
 //! started to run one test function of its own, watched through marker files in a fresh folder,
-//! and the SQLite journal in that folder opened again by the parent as a new process would.
+//! and the durable journal in that folder (SQLite or the log: [`Store`]) opened again by the
+//! parent as a new process would. [`on_both_stores!`](crate::on_both_stores) runs each scenario
+//! on both stores.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wop_sdk_host::journal::{Journal, LogJournal, SqliteJournal};
 use wop_sdk_host::local::{LocalHost, ScriptedProvider};
 
-/// An empty folder `<temp>/<name>-<pid>`, whatever an earlier run left there.
+/// The durable journal a scenario runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// [`SqliteJournal`], `journal.sqlite`.
+    Sqlite,
+    /// [`LogJournal`], `journal.log`.
+    Log,
+}
+
+impl Store {
+    /// Its name, as the child reads it from `WOP_STORE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Log => "log",
+        }
+    }
+
+    /// The store the parent named in `WOP_STORE` (a child's side).
+    pub fn from_env() -> Self {
+        match std::env::var("WOP_STORE").as_deref() {
+            Ok("log") => Self::Log,
+            _ => Self::Sqlite,
+        }
+    }
+
+    /// The journal's file in `dir`.
+    pub fn file(self, dir: &Path) -> PathBuf {
+        dir.join(match self {
+            Self::Sqlite => "journal.sqlite",
+            Self::Log => "journal.log",
+        })
+    }
+
+    /// Opens the journal in `dir`, with `window` as its flush window when given.
+    pub fn open(self, dir: &Path, window: Option<Duration>) -> Arc<dyn Journal> {
+        let file = self.file(dir);
+        match self {
+            Self::Sqlite => {
+                let j = SqliteJournal::open(file).expect("open the SQLite journal");
+                if let Some(w) = window {
+                    j.set_flush_window(w);
+                }
+                Arc::new(j)
+            }
+            Self::Log => {
+                let j = LogJournal::open(file).expect("open the log journal");
+                if let Some(w) = window {
+                    j.set_flush_window(w);
+                }
+                Arc::new(j)
+            }
+        }
+    }
+}
+
+/// Two test modules, `sqlite` and `log`, each with a `#[tokio::test]` per scenario named: the
+/// scenario is an `async fn name(store: Store)` beside the macro's call.
+#[macro_export]
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::child::Store::Sqlite).await;
+                }
+            )*
+        }
+        mod log {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::child::Store::Log).await;
+                }
+            )*
+        }
+    };
+}
+
+/// An empty folder `<temp>/<name>-<pid>`, whatever an earlier run left there (a scenario run on
+/// both stores names its folder after its store).
 pub fn fresh_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -43,12 +128,11 @@ pub fn wait_for(child: &mut Child, file: &Path, point: &str) {
     }
 }
 
-/// A local host on the SQLite journal in `dir`, as a new process would open it.
-pub fn host_on_journal(dir: &Path, provider: &ScriptedProvider) -> LocalHost {
+/// A local host on the `store` journal in `dir`, as a new process would open it.
+pub fn host_on_journal(dir: &Path, provider: &ScriptedProvider, store: Store) -> LocalHost {
     LocalHost::builder()
         .provider(provider.clone())
-        .sqlite_journal(dir.join("journal.sqlite"))
-        .expect("open the journal")
+        .journal(store.open(dir, None))
         .build()
 }
 

@@ -20,23 +20,41 @@ pub(super) enum JournalUse {
     Replay,
 }
 
-/// The journal behind `--journal PATH` (SQLite, durable); in memory without one.
+/// The journal behind `--journal PATH`, durable: a log journal when the file is one (it starts
+/// with the log's header) or is new and named `*.log`, SQLite otherwise; in memory without one.
 pub(super) fn open_journal(
     path: Option<&Path>,
     usage: JournalUse,
 ) -> Result<Arc<dyn Journal>, CliError> {
+    use crate::journal::LogJournal;
     let Some(path) = path else {
         return Ok(Arc::new(MemoryJournal::new()));
     };
     let origin = format!("--journal {}", path.display());
+    if usage != JournalUse::Record && !path.exists() {
+        return Err(CliError::usage(format!(
+            "{origin}: no such journal file (record a run into it with `run --journal`)"
+        )));
+    }
+    let failed = |e: crate::journal::JournalError| CliError::usage(format!("{origin}: {e}"));
+    let log = if path.exists() {
+        LogJournal::is_log(path)
+    } else {
+        path.extension().is_some_and(|e| e == "log")
+    };
+    if log {
+        let opened = if usage == JournalUse::Read {
+            LogJournal::open_read_only(path)
+        } else {
+            LogJournal::open(path)
+        };
+        return opened
+            .map(|j| Arc::new(j) as Arc<dyn Journal>)
+            .map_err(failed);
+    }
     #[cfg(feature = "sqlite")]
     {
         use crate::journal::SqliteJournal;
-        if usage != JournalUse::Record && !path.exists() {
-            return Err(CliError::usage(format!(
-                "{origin}: no such journal file (record a run into it with `run --journal`)"
-            )));
-        }
         let opened = if usage == JournalUse::Read {
             SqliteJournal::open_read_only(path)
         } else {
@@ -44,13 +62,13 @@ pub(super) fn open_journal(
         };
         opened
             .map(|j| Arc::new(j) as Arc<dyn Journal>)
-            .map_err(|e| CliError::usage(format!("{origin}: {e}")))
+            .map_err(failed)
     }
     #[cfg(not(feature = "sqlite"))]
     {
-        let _ = usage;
         Err(CliError::usage(format!(
-            "{origin}: this build has no durable journal (enable the `sqlite` feature of wop-sdk)"
+            "{origin}: this build reads SQLite journals only with the `sqlite` feature of \
+             wop-sdk-host; a log journal (`*.log`) needs no feature"
         )))
     }
 }

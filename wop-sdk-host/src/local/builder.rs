@@ -140,7 +140,8 @@ impl LocalHostBuilder {
         self
     }
 
-    /// The journal (default: in memory; see [`LocalHostBuilder::sqlite_journal`] for the durable one).
+    /// The journal (default: in memory; see [`LocalHostBuilder::sqlite_journal`] and
+    /// [`LocalHostBuilder::log_journal`] for the durable ones).
     #[must_use]
     pub fn journal(mut self, j: Arc<dyn Journal>) -> Self {
         self.journal = Some(j);
@@ -154,6 +155,16 @@ impl LocalHostBuilder {
         path: impl AsRef<std::path::Path>,
     ) -> Result<Self, crate::journal::JournalError> {
         let j = crate::journal::SqliteJournal::open(path)?;
+        Ok(self.journal(Arc::new(j)))
+    }
+
+    /// The log journal at `path` (created when missing): one file of checksummed records, a
+    /// durable call at the disk's `fdatasync` rate ([`LogJournal`](crate::journal::LogJournal)).
+    pub fn log_journal(
+        self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<Self, crate::journal::JournalError> {
+        let j = crate::journal::LogJournal::open(path)?;
         Ok(self.journal(Arc::new(j)))
     }
 

@@ -205,6 +205,15 @@ impl LogJournal {
         Ok(Self { shared, flusher })
     }
 
+    /// Whether the file at `path` is a log journal: it starts with the log's header (a new,
+    /// empty file is not one).
+    pub fn is_log(path: impl AsRef<Path>) -> bool {
+        let mut first = [0u8; 8];
+        File::open(path)
+            .and_then(|f| f.read_exact_at(&mut first, 0))
+            .is_ok_and(|()| &first == file::MAGIC)
+    }
+
     /// The journal file.
     pub fn path(&self) -> &Path {
         &self.shared.path

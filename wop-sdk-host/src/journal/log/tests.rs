@@ -387,7 +387,7 @@ async fn concurrent_durable_writes_share_their_syncs() {
     }
     let syncs = j.commits() - before;
     assert!(
-        syncs >= 1 && syncs <= 256,
+        (1..=256).contains(&syncs),
         "{syncs} syncs for 256 durable writes"
     );
     assert_eq!(j.call_count().await, Ok(64));
