@@ -10,9 +10,9 @@
 //!
 //! `WOP_KIND`: `baseline` (the unavoidable work of a structured call only), `structured`,
 //! `plain`, `retries` (two schema-violation retries), `x16` (16 structured calls in one run).
-//! `WOP_JOURNAL=sqlite`: the host keeps its journal in a SQLite file in the temp dir (callgrind
-//! counts every thread's instructions; the disk's waits are not instructions), instead
-//! of in memory.
+//! `WOP_JOURNAL=sqlite` or `WOP_JOURNAL=log`: the host keeps its journal in a SQLite file or a
+//! log journal in the temp dir (callgrind counts every thread's instructions; the disk's waits
+//! are not instructions), instead of in memory.
 //! Run by `cargo bench` without `WOP_KIND` it does a short smoke pass of each.
 
 use wop_sdk_test_support::bench as common;
@@ -24,15 +24,20 @@ use std::hint::black_box;
 use std::sync::Arc;
 use wop_sdk::AiRequest;
 use wop_sdk::ai::schema_of;
-use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
+use wop_sdk_host::journal::{Journal, LogJournal, MemoryJournal, SqliteJournal};
 use wop_sdk_host::local::LocalHost;
 
-/// The host, and the folder of its SQLite journal (`WOP_JOURNAL=sqlite`) to remove after it.
+/// The host, and the folder of its durable journal (`WOP_JOURNAL`) to remove after it.
 fn host(fail_first: u32) -> (LocalHost, Option<std::path::PathBuf>) {
     let (journal, dir): (Arc<dyn Journal>, _) = match std::env::var("WOP_JOURNAL").as_deref() {
         Ok("sqlite") => {
             let dir = common::temp_dir("call-instructions");
             let journal = SqliteJournal::open(dir.join("journal.sqlite")).expect("journal");
+            (Arc::new(journal), Some(dir))
+        }
+        Ok("log") => {
+            let dir = common::temp_dir("call-instructions");
+            let journal = LogJournal::open(dir.join("journal.log")).expect("journal");
             (Arc::new(journal), Some(dir))
         }
         _ => (Arc::new(MemoryJournal::new()), None),
