@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 use wop_sdk::host::{AttemptKey, RunId};
 use wop_sdk::wire::{Event, ProviderUsage};
-use wop_sdk_host::journal::SqliteJournal;
 use wop_sdk_host::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
+use wop_sdk_host::journal::{LogJournal, SqliteJournal};
 use wop_sdk_host::local::LocalHost;
 
 const SIZES: [u32; 3] = [1_000, 10_000, 100_000];
@@ -169,6 +169,7 @@ fn rss_child(kind: &str, runs: u32) {
     let dir = common::temp_dir(&format!("rss-{kind}"));
     let journal: Arc<dyn Journal> = match kind {
         "memory" => Arc::new(MemoryJournal::new()),
+        "log" => Arc::new(LogJournal::open(dir.join("journal.log")).expect("open")),
         _ => Arc::new(SqliteJournal::open(dir.join("journal.sqlite")).expect("open")),
     };
     let host = LocalHost::builder()
@@ -203,15 +204,17 @@ fn rss_child(kind: &str, runs: u32) {
 
 /// In a child process: `calls` runs of one call each on one host, printing the resident set at
 /// every tenth. `kind` is the journal: `memory` (its default retention, the last 10 000 ended
-/// runs) or `sqlite` (a file in a temp dir; the line also has the commits per call so far).
+/// runs), `sqlite` (a file in a temp dir; the line also has the commits per call so far) or
+/// `log` (a log journal in a temp dir, which holds everything in memory).
 fn rss_long(calls: u32, kind: &str) {
     let rt = runtime();
     let dir = common::temp_dir("rss-long");
     let sqlite = (kind == "sqlite")
         .then(|| Arc::new(SqliteJournal::open(dir.join("journal.sqlite")).expect("open")));
-    let journal: Arc<dyn Journal> = match &sqlite {
-        Some(j) => j.clone(),
-        None => Arc::new(MemoryJournal::new()),
+    let journal: Arc<dyn Journal> = match (&sqlite, kind) {
+        (Some(j), _) => j.clone(),
+        (None, "log") => Arc::new(LogJournal::open(dir.join("journal.log")).expect("open")),
+        (None, _) => Arc::new(MemoryJournal::new()),
     };
     let host = LocalHost::builder()
         .provider(Instant::default())
@@ -280,7 +283,7 @@ fn rss(bench: bool) {
     }
     let runs = if bench { FINISHED_RUNS } else { 160 };
     let exe = std::env::current_exe().expect("exe");
-    for kind in ["memory", "sqlite"] {
+    for kind in ["memory", "sqlite", "log"] {
         let out = std::process::Command::new(&exe)
             .args(["--rss-child", kind, &runs.to_string()])
             .output()

@@ -6,7 +6,6 @@
 use crate::journal::memory::Records;
 use crate::journal::{Charge, Fingerprint, JournalError, Lease, Outcome, RunRecord};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wop_sdk::host::{AttemptKey, RunId};
@@ -40,28 +39,29 @@ impl<'a> Key<'a> {
     }
 }
 
-/// An event as a record writes it: its v2 type and its payload's text, as is.
+/// An event as a record writes it: its v2 type and its payload's JSON text, as a string. (Not
+/// as raw JSON: serde_json's `raw_value` feature would reach every crate of a build, a pack's
+/// compile errors included.)
 #[derive(Serialize, Deserialize)]
 pub(super) struct EventRecord<'a> {
     #[serde(borrow)]
     kind: Cow<'a, str>,
-    payload: Box<RawValue>,
+    #[serde(borrow)]
+    payload: Cow<'a, str>,
 }
 
 impl EventRecord<'_> {
     /// The record of `event` (checked by the caller), made before the file is locked.
-    pub(super) fn of(event: &Event) -> Result<EventRecord<'static>, JournalError> {
-        let payload = RawValue::from_string(event.payload_text())
-            .map_err(|e| JournalError::Io(format!("event `{}`: its payload: {e}", event.kind())))?;
-        Ok(EventRecord {
+    pub(super) fn of(event: &Event) -> EventRecord<'static> {
+        EventRecord {
             kind: Cow::Owned(event.kind().to_owned()),
-            payload,
-        })
+            payload: Cow::Owned(event.payload_text()),
+        }
     }
 
     fn event(&self) -> Result<Event, String> {
         let payload: serde_json::Value =
-            serde_json::from_str(self.payload.get()).map_err(|e| e.to_string())?;
+            serde_json::from_str(&self.payload).map_err(|e| e.to_string())?;
         Event::from_parts(&self.kind, &payload).map_err(|e| e.to_string())
     }
 }
@@ -219,7 +219,7 @@ mod tests {
             key: Key::of(&key),
             outcome: Cow::Borrowed(&outcome),
             charge: None,
-            events: vec![EventRecord::of(&event).expect("payload")],
+            events: vec![EventRecord::of(&event)],
         };
         let text = serde_json::to_vec(&op).expect("write");
         let back: Op<'_> = serde_json::from_slice(&text).expect("read");

@@ -166,7 +166,7 @@ impl Journal for LogJournal {
         // nothing.
         let payload = events
             .iter()
-            .map(|e| checked(e).and_then(|()| EventRecord::of(e)))
+            .map(|e| checked(e).map(|()| EventRecord::of(e)))
             .collect::<Result<Vec<_>, _>>()
             .and_then(|written| {
                 encode(&Op::Finish {
@@ -212,7 +212,7 @@ impl Journal for LogJournal {
         // write before it. Other events are deferred.
         let durable = matches!(event, Event::NodeCompleted(_) | Event::NodeFailed(_));
         let payload = checked(&event)
-            .and_then(|()| EventRecord::of(&event))
+            .map(|()| EventRecord::of(&event))
             .and_then(|written| {
                 encode(&Op::Event {
                     run: Cow::Borrowed(run.as_str()),
