@@ -1,6 +1,7 @@
 //! Where a durable call's time goes, and what a store could reach, in one run on one file system.
 //!
-//! 1. The split: one caller on the SQLite journal (runs of 20 calls, as `durability.rs`), with
+//! 1. The split: one caller on the SQLite journal and on the log journal (runs of 20 calls, as
+//!    `durability.rs`; the log's also against the `fdatasync` rate measured just before and after it), with
 //!    each thread's time on the CPU and in the run queue read from `/proc/self/task/*/schedstat`
 //!    before and after, per call: the worker threads (the host's path, tokio, handing commands
 //!    over), the journal thread where there is one (SQLite's statements, page writes and WAL checksums, the fsync
@@ -11,7 +12,7 @@
 //!    `fdatasync` of the WAL after each commit, the journal's way), an append-only
 //!    log of checksummed records with `fdatasync` (appended, and into a preallocated region), and
 //!    the same log written by a second thread behind a channel (the hand-off's cost).
-//! 3. Many callers: 32 concurrent callers on the SQLite journal and on the in-memory one, with the
+//! 3. Many callers: 32 concurrent callers on the SQLite journal, the log journal and the in-memory one, with the
 //!    cores' time a call and how busy the cores were (bound by the CPU or by the disk).
 //!
 //! `cargo bench --bench durable_call` (see BENCHMARKS.md). `WOP_BENCH_SECS`: each figure's length
@@ -323,10 +324,15 @@ fn main() {
     let (sq_calls, sq_wall, sq_t) = one_caller(sq.clone(), d);
     let sq_commits = sq.commits();
     drop(sq);
+    // The disk's rate drifts over a run: the log's one caller is also set against the
+    // `fdatasync` rate measured just before and just after it.
+    let lg_raw_before = fsync_rate(&dir, false, 256, false, d / 2);
     let lg = Arc::new(LogJournal::open(dir.join("split.log")).expect("open"));
     let (lg_calls, lg_wall, lg_t) = one_caller(lg.clone(), d);
     let lg_syncs = lg.commits();
     drop(lg);
+    let lg_raw_after = fsync_rate(&dir, false, 256, false, d / 2);
+    let lg_raw = f64::midpoint(lg_raw_before, lg_raw_after);
     let (mem_calls, mem_wall, mem_t) = one_caller(Arc::new(MemoryJournal::new()), d);
     let many = Arc::new(SqliteJournal::open(dir.join("many.sqlite")).expect("open"));
     let (many_calls, many_wall, many_t) = callers(many.clone(), MANY, d);
@@ -391,11 +397,13 @@ fn main() {
     );
     let lw = lg_wall.as_nanos() as u64;
     println!(
-        "  log journal, 1 caller: {:.0} calls/s, {:.1} us a call, {:.2} syncs a call ({:.0}% of the fdatasync rate)",
+        "  log journal, 1 caller: {:.0} calls/s, {:.1} us a call, {:.2} syncs a call ({:.0}% of the fdatasync rate; \
+         {:.0}% of the {lg_raw:.0}/s measured just before and after it: {lg_raw_before:.0}, {lg_raw_after:.0})",
         lg_calls as f64 / lg_wall.as_secs_f64(),
         us(lw, lg_calls),
         lg_syncs as f64 / (lg_calls + u64::from(CALLS_PER_RUN)) as f64,
-        100.0 * lg_calls as f64 / lg_wall.as_secs_f64() / raw
+        100.0 * lg_calls as f64 / lg_wall.as_secs_f64() / raw,
+        100.0 * lg_calls as f64 / lg_wall.as_secs_f64() / lg_raw
     );
     println!(
         "    per call: workers on CPU {:.1} us ({:.1} in the kernel), others on CPU {:.1} us (the flush thread)",
