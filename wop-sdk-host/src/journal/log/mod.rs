@@ -33,10 +33,14 @@
 //! runs costs its size in memory (BENCHMARKS.md §13 has the figures next to SQLite's).
 //!
 //! The parts: `file` (the format: frames, checksums, the tail), `ops` (a record's payload and
-//! how it applies), `sync` (group commit and the flush window), `store` (the [`Journal`](super::Journal)
-//! operations), and this file (opening, reading and writing under the file's lock).
+//! how it applies), `open` (a new file, and an existing one read whole), `access` (reading and
+//! writing under the file's lock, catching up with another process), `sync` (group commit and
+//! the flush window), `store` (the [`Journal`](super::Journal) operations), and this file (the
+//! journal and what it shares with its thread).
 
+mod access;
 mod file;
+mod open;
 mod ops;
 mod store;
 mod sync;
@@ -45,17 +49,14 @@ mod tests;
 
 use super::JournalError;
 use super::memory::Records;
-use file::{CHUNK, HEADER, Next, Tail};
-use ops::Op;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use sync::Syncs;
-use wop_sdk::host::BoxFuture;
 
 /// The flush window of a journal that was not given one.
 const WINDOW: Duration = Duration::from_millis(10);
@@ -155,9 +156,9 @@ impl LogJournal {
         let log = {
             let _locked = lock(&path, &file, true)?;
             if file.metadata().map_err(|e| io(&path, "stat", &e))?.len() == 0 {
-                create(&path, &file)?;
+                open::create(&path, &file)?;
             }
-            read(&path, &file, true)?
+            open::read(&path, &file, true)?
         };
         Self::start(path, file, false, log)
     }
@@ -176,7 +177,7 @@ impl LogJournal {
                     path.display()
                 )));
             }
-            read(&path, &file, false)?
+            open::read(&path, &file, false)?
         };
         Self::start(path, file, true, log)
     }
@@ -231,252 +232,5 @@ impl LogJournal {
     /// `Duration::ZERO` syncs every write on its own.
     pub fn set_flush_window(&self, window: Duration) {
         self.shared.syncs.set_window(window);
-    }
-}
-
-/// Writes a new file's header, and makes the file and its name durable.
-fn create(path: &Path, file: &File) -> Result<(), JournalError> {
-    file.write_all_at(&file::header(), 0)
-        .and_then(|()| file::grow(file, HEADER, CHUNK))
-        .and_then(|()| file.sync_all())
-        .map_err(|e| io(path, "cannot write the journal's header", &e))?;
-    if let Some(parent) = path.parent() {
-        let dir = if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        };
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
-}
-
-/// Reads the whole file (its lock held): every record applied, the tail checked and, when
-/// `repair`, a torn write zeroed.
-fn read(path: &Path, file: &File, repair: bool) -> Result<Log, JournalError> {
-    let mut bytes = Vec::new();
-    {
-        use std::io::Read;
-        let mut reader = file;
-        reader
-            .read_to_end(&mut bytes)
-            .map_err(|e| io(path, "cannot read it", &e))?;
-    }
-    file::check_header(path, &bytes)?;
-    let mut records = Records::default();
-    let (mut at, mut next_seq) = (HEADER as usize, 0u64);
-    while let Some((frame, payload)) = file::record_at(&bytes, at) {
-        if frame.seq != next_seq {
-            break;
-        }
-        apply(path, &mut records, &frame, &bytes[payload], at as u64)?;
-        at += frame.span() as usize;
-        next_seq += 1;
-    }
-    match file::tail(&bytes, at) {
-        Tail::Clean => {}
-        Tail::Torn if repair => {
-            tracing::warn!(path = %path.display(), at, "the log journal ends in a torn write: zeroed");
-            file::zero_from(file, at as u64)
-                .map_err(|e| io(path, "cannot zero a torn write", &e))?;
-        }
-        Tail::Torn => {}
-        Tail::Damaged { found, durable } => {
-            return Err(JournalError::Corrupt(format!(
-                "{}: record {next_seq} at offset {at} is damaged: the whole record at offset \
-                 {found} says the file was durable up to offset {durable}",
-                path.display()
-            )));
-        }
-    }
-    if repair {
-        // What was read is on the disk from here on (a record's durable end says so).
-        file.sync_data().map_err(|e| io(path, "fdatasync", &e))?;
-    }
-    Ok(Log {
-        records,
-        end: at as u64,
-        next_seq,
-        len: bytes.len() as u64,
-        framed: Vec::new(),
-        broken: None,
-    })
-}
-
-/// Applies the payload of record `frame` (at offset `at`) to `records`.
-fn apply(
-    path: &Path,
-    records: &mut Records,
-    frame: &file::Frame,
-    payload: &[u8],
-    at: u64,
-) -> Result<(), JournalError> {
-    let damaged = |m: String| {
-        JournalError::Corrupt(format!(
-            "{}: record {} at offset {at}: {m}",
-            path.display(),
-            frame.seq
-        ))
-    };
-    let op: Op<'_> = serde_json::from_slice(payload).map_err(|e| damaged(e.to_string()))?;
-    op.apply(records, ops::time(frame.at)).map_err(damaged)
-}
-
-/// A write under way: the log, its file locked.
-struct Writing<'a> {
-    shared: &'a Shared,
-    log: MutexGuard<'a, Log>,
-}
-
-impl Writing<'_> {
-    fn records(&mut self) -> &mut Records {
-        &mut self.log.records
-    }
-
-    /// Appends `payload` (an [`Op`], `ops::encode`) as the next record, written now; answers
-    /// when (its events' time).
-    fn append(&mut self, payload: &[u8]) -> Result<SystemTime, JournalError> {
-        let Shared {
-            path,
-            file,
-            syncs,
-            read_only,
-            ..
-        } = self.shared;
-        if *read_only {
-            return Err(JournalError::Io(format!(
-                "{}: the journal is open read-only",
-                path.display()
-            )));
-        }
-        let log = &mut *self.log;
-        let now = SystemTime::now();
-        log.framed.clear();
-        file::frame(
-            &mut log.framed,
-            log.next_seq,
-            syncs.durable(),
-            ops::nanos(now),
-            payload,
-        );
-        let end = log.end + log.framed.len() as u64;
-        if end > log.len {
-            // Another process may have grown the file: it never shrinks.
-            log.len = file.metadata().map_err(|e| io(path, "stat", &e))?.len();
-            if end > log.len {
-                let len = end.next_multiple_of(CHUNK);
-                file::grow(file, log.len, len)
-                    .map_err(|e| io(path, "cannot grow the journal", &e))?;
-                log.len = len;
-            }
-        }
-        if let Err(e) = file.write_all_at(&log.framed, log.end) {
-            // What was written of it is zeroed, or nothing more is written.
-            if let Err(z) = file::zero_from(file, log.end) {
-                log.broken = Some(io(
-                    path,
-                    "a write failed halfway and could not be undone",
-                    &z,
-                ));
-            }
-            return Err(io(path, "cannot write to the journal", &e));
-        }
-        log.end = end;
-        log.next_seq += 1;
-        syncs.wrote(end);
-        Ok(now)
-    }
-
-    /// Where the last record ends.
-    fn end(&self) -> u64 {
-        self.log.end
-    }
-}
-
-impl Shared {
-    fn log(&self) -> MutexGuard<'_, Log> {
-        self.log.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Reads the records other processes wrote after the last one `log` knows. With `exclusive`
-    /// (this journal holds the file's exclusive lock, so no one is writing) a torn write found
-    /// there is zeroed; otherwise the lock is taken, shared, when a record follows.
-    fn catch_up(&self, log: &mut Log, exclusive: bool) -> Result<(), JournalError> {
-        let probe = file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))?;
-        if matches!(probe, Next::End) {
-            return Ok(());
-        }
-        let _shared = if exclusive {
-            None
-        } else {
-            Some(lock(&self.path, &self.file, false)?)
-        };
-        loop {
-            match file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))? {
-                Next::End => return Ok(()),
-                Next::Record(frame, payload) if frame.seq == log.next_seq => {
-                    apply(&self.path, &mut log.records, &frame, &payload, log.end)?;
-                    log.end += frame.span();
-                    log.next_seq += 1;
-                    self.syncs.wrote(log.end);
-                }
-                // A write another process did not finish (it was killed during it).
-                Next::Record(..) | Next::Torn => {
-                    if exclusive {
-                        file::zero_from(&self.file, log.end)
-                            .map_err(|e| io(&self.path, "cannot zero a torn write", &e))?;
-                    }
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    /// Runs `read` over the records, up to date with the file.
-    fn read<T>(&self, read: impl FnOnce(&Records) -> T) -> Result<T, JournalError> {
-        let mut log = self.log();
-        self.catch_up(&mut log, false)?;
-        Ok(read(&log.records))
-    }
-
-    /// Runs `write` under the file's exclusive lock, up to date with the file; answers its
-    /// answer and where the log ends after it.
-    fn write<T>(
-        &self,
-        write: impl FnOnce(&mut Writing<'_>) -> Result<T, JournalError>,
-    ) -> Result<(T, u64), JournalError> {
-        let log = self.log();
-        if let Some(e) = log.broken.clone().or_else(|| self.syncs.failed()) {
-            return Err(e);
-        }
-        // Read-only, the write's check runs (a `begin` that finds its call answers) and its
-        // record is refused (`Writing::append`).
-        let exclusive = !self.read_only;
-        let _locked = lock(&self.path, &self.file, exclusive)?;
-        let mut writing = Writing { shared: self, log };
-        self.catch_up(&mut writing.log, exclusive)?;
-        let answer = write(&mut writing)?;
-        Ok((answer, writing.end()))
-    }
-
-    /// [`Shared::write`], answered when `durable` once everything up to its end is on the
-    /// disk.
-    fn write_then<T: Send + 'static>(
-        &self,
-        durable: bool,
-        write: impl FnOnce(&mut Writing<'_>) -> Result<T, JournalError>,
-    ) -> BoxFuture<'static, Result<T, JournalError>> {
-        let (answer, end) = match self.write(write) {
-            Ok(done) => done,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
-        };
-        let durable = durable || self.syncs.window().is_zero();
-        if !durable {
-            return Box::pin(std::future::ready(Ok(answer)));
-        }
-        let settled = self.syncs.settle(&self.file, end);
-        Box::pin(async move { settled.await.map(|()| answer) })
     }
 }

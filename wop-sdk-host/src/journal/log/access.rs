@@ -1,0 +1,171 @@
+//! Reading and writing the log under the file's `flock`: a read first catches up with the
+//! records another process appended; a write catches up, checks, appends its record and applies
+//! it, all under the exclusive lock; a durable write is then answered after its sync.
+
+use super::file::{self, CHUNK, Next};
+use super::open::apply;
+use super::ops;
+use super::{Log, Shared, io, lock};
+use crate::journal::JournalError;
+use crate::journal::memory::Records;
+use std::os::unix::fs::FileExt;
+use std::sync::{MutexGuard, PoisonError};
+use std::time::SystemTime;
+use wop_sdk::host::BoxFuture;
+
+/// A write under way: the log, its file locked.
+pub(super) struct Writing<'a> {
+    shared: &'a Shared,
+    log: MutexGuard<'a, Log>,
+}
+
+impl Writing<'_> {
+    pub(super) fn records(&mut self) -> &mut Records {
+        &mut self.log.records
+    }
+
+    /// Appends `payload` (an [`Op`](super::ops::Op), `ops::encode`) as the next record, written now; answers
+    /// when (its events' time).
+    pub(super) fn append(&mut self, payload: &[u8]) -> Result<SystemTime, JournalError> {
+        let Shared {
+            path,
+            file,
+            syncs,
+            read_only,
+            ..
+        } = self.shared;
+        if *read_only {
+            return Err(JournalError::Io(format!(
+                "{}: the journal is open read-only",
+                path.display()
+            )));
+        }
+        let log = &mut *self.log;
+        let now = SystemTime::now();
+        log.framed.clear();
+        file::frame(
+            &mut log.framed,
+            log.next_seq,
+            syncs.durable(),
+            ops::nanos(now),
+            payload,
+        );
+        let end = log.end + log.framed.len() as u64;
+        if end > log.len {
+            // Another process may have grown the file: it never shrinks.
+            log.len = file.metadata().map_err(|e| io(path, "stat", &e))?.len();
+            if end > log.len {
+                let len = end.next_multiple_of(CHUNK);
+                file::grow(file, log.len, len)
+                    .map_err(|e| io(path, "cannot grow the journal", &e))?;
+                log.len = len;
+            }
+        }
+        if let Err(e) = file.write_all_at(&log.framed, log.end) {
+            // What was written of it is zeroed, or nothing more is written.
+            if let Err(z) = file::zero_from(file, log.end) {
+                log.broken = Some(io(
+                    path,
+                    "a write failed halfway and could not be undone",
+                    &z,
+                ));
+            }
+            return Err(io(path, "cannot write to the journal", &e));
+        }
+        log.end = end;
+        log.next_seq += 1;
+        syncs.wrote(end);
+        Ok(now)
+    }
+
+    /// Where the last record ends.
+    fn end(&self) -> u64 {
+        self.log.end
+    }
+}
+
+impl Shared {
+    pub(super) fn log(&self) -> MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Reads the records other processes wrote after the last one `log` knows. With `exclusive`
+    /// (this journal holds the file's exclusive lock, so no one is writing) a torn write found
+    /// there is zeroed; otherwise the lock is taken, shared, when a record follows.
+    fn catch_up(&self, log: &mut Log, exclusive: bool) -> Result<(), JournalError> {
+        let probe = file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))?;
+        if matches!(probe, Next::End) {
+            return Ok(());
+        }
+        let _shared = if exclusive {
+            None
+        } else {
+            Some(lock(&self.path, &self.file, false)?)
+        };
+        loop {
+            match file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))? {
+                Next::End => return Ok(()),
+                Next::Record(frame, payload) if frame.seq == log.next_seq => {
+                    apply(&self.path, &mut log.records, &frame, &payload, log.end)?;
+                    log.end += frame.span();
+                    log.next_seq += 1;
+                    self.syncs.wrote(log.end);
+                }
+                // A write another process did not finish (it was killed during it).
+                Next::Record(..) | Next::Torn => {
+                    if exclusive {
+                        file::zero_from(&self.file, log.end)
+                            .map_err(|e| io(&self.path, "cannot zero a torn write", &e))?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Runs `read` over the records, up to date with the file.
+    pub(super) fn read<T>(&self, read: impl FnOnce(&Records) -> T) -> Result<T, JournalError> {
+        let mut log = self.log();
+        self.catch_up(&mut log, false)?;
+        Ok(read(&log.records))
+    }
+
+    /// Runs `write` under the file's exclusive lock, up to date with the file; answers its
+    /// answer and where the log ends after it.
+    fn write<T>(
+        &self,
+        write: impl FnOnce(&mut Writing<'_>) -> Result<T, JournalError>,
+    ) -> Result<(T, u64), JournalError> {
+        let log = self.log();
+        if let Some(e) = log.broken.clone().or_else(|| self.syncs.failed()) {
+            return Err(e);
+        }
+        // Read-only, the write's check runs (a `begin` that finds its call answers) and its
+        // record is refused (`Writing::append`).
+        let exclusive = !self.read_only;
+        let _locked = lock(&self.path, &self.file, exclusive)?;
+        let mut writing = Writing { shared: self, log };
+        self.catch_up(&mut writing.log, exclusive)?;
+        let answer = write(&mut writing)?;
+        Ok((answer, writing.end()))
+    }
+
+    /// [`Shared::write`], answered when `durable` once everything up to its end is on the
+    /// disk.
+    pub(super) fn write_then<T: Send + 'static>(
+        &self,
+        durable: bool,
+        write: impl FnOnce(&mut Writing<'_>) -> Result<T, JournalError>,
+    ) -> BoxFuture<'static, Result<T, JournalError>> {
+        let (answer, end) = match self.write(write) {
+            Ok(done) => done,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        let durable = durable || self.syncs.window().is_zero();
+        if !durable {
+            return Box::pin(std::future::ready(Ok(answer)));
+        }
+        let settled = self.syncs.settle(&self.file, end);
+        Box::pin(async move { settled.await.map(|()| answer) })
+    }
+}
