@@ -3,7 +3,8 @@
 //! it, all under the exclusive lock; a durable write is then answered after its sync.
 
 use super::file::{self, CHUNK, Next};
-use super::open::apply;
+use super::index::Index;
+use super::open::{self, apply};
 use super::ops;
 use super::{Log, Shared, io, lock};
 use crate::journal::JournalError;
@@ -11,12 +12,14 @@ use crate::journal::memory::Records;
 use std::os::unix::fs::FileExt;
 use std::sync::{MutexGuard, PoisonError};
 use std::time::SystemTime;
-use wop_sdk::host::BoxFuture;
+use wop_sdk::host::{BoxFuture, RunId};
 
 /// A write under way: the log, its file locked.
 pub(super) struct Writing<'a> {
     shared: &'a Shared,
     log: MutexGuard<'a, Log>,
+    /// The run written to.
+    run: &'a str,
 }
 
 impl Writing<'_> {
@@ -72,6 +75,7 @@ impl Writing<'_> {
             }
             return Err(io(path, "cannot write to the journal", &e));
         }
+        log.index.note(self.run, log.end);
         log.end = end;
         log.next_seq += 1;
         syncs.wrote(end);
@@ -106,7 +110,13 @@ impl Shared {
             match file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))? {
                 Next::End => return Ok(()),
                 Next::Record(frame, payload) if frame.seq == log.next_seq => {
-                    apply(&self.path, &mut log.records, &frame, &payload, log.end)?;
+                    let Log {
+                        records,
+                        index,
+                        end,
+                        ..
+                    } = &mut *log;
+                    apply(&self.path, records, index, &frame, &payload, *end)?;
                     log.end += frame.span();
                     log.next_seq += 1;
                     self.syncs.wrote(log.end);
@@ -123,17 +133,89 @@ impl Shared {
         }
     }
 
-    /// Runs `read` over the records, up to date with the file.
-    pub(super) fn read<T>(&self, read: impl FnOnce(&Records) -> T) -> Result<T, JournalError> {
-        let mut log = self.log();
-        self.catch_up(&mut log, false)?;
-        Ok(read(&log.records))
+    /// Reads `run` back into memory when it is held cold; answers whether it was.
+    fn thaw(&self, log: &mut Log, run: &str) -> Result<bool, JournalError> {
+        let Some((offsets, calls)) = log.index.thaw(run) else {
+            return Ok(false);
+        };
+        if let Err(e) = open::thaw(&self.path, &self.file, &mut log.records, &offsets) {
+            // Nothing of it stays half read.
+            log.records.drop_run(&RunId::new(run));
+            log.index.freeze(run, calls);
+            return Err(e);
+        }
+        Ok(true)
     }
 
-    /// Runs `write` under the file's exclusive lock, up to date with the file; answers its
-    /// answer and where the log ends after it.
+    /// Runs `read` over the records of `run` (read back for the while when it is held cold),
+    /// up to date with the file.
+    pub(super) fn read_run<T>(
+        &self,
+        run: &RunId,
+        read: impl FnOnce(&Records) -> T,
+    ) -> Result<T, JournalError> {
+        let mut log = self.log();
+        self.catch_up(&mut log, false)?;
+        let thawed = self.thaw(&mut log, run.as_str())?;
+        let answer = read(&log.records);
+        if thawed {
+            let Log { records, index, .. } = &mut *log;
+            open::freeze(records, index, run);
+        }
+        Ok(answer)
+    }
+
+    /// Runs `read` over every run's records (the cold ones read back for the while), up to
+    /// date with the file.
+    pub(super) fn read_all<T>(
+        &self,
+        read: impl FnOnce(&Records, &Index) -> T,
+    ) -> Result<T, JournalError> {
+        let mut log = self.log();
+        self.catch_up(&mut log, false)?;
+        let cold = log.index.cold();
+        let mut thawed = Vec::with_capacity(cold.len());
+        let mut failed = None;
+        for run in cold {
+            match self.thaw(&mut log, run.as_str()) {
+                Ok(_) => thawed.push(run),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let answer = match failed {
+            Some(e) => Err(e),
+            None => Ok(read(&log.records, &log.index)),
+        };
+        let Log { records, index, .. } = &mut *log;
+        for run in &thawed {
+            open::freeze(records, index, run);
+        }
+        answer
+    }
+
+    /// The calls the journal holds, the cold runs' included.
+    pub(super) fn call_count(&self) -> Result<u64, JournalError> {
+        let mut log = self.log();
+        self.catch_up(&mut log, false)?;
+        Ok(log.records.call_count() + log.index.cold_calls())
+    }
+
+    /// The host says `run` has no node executing: held cold once none of its calls is
+    /// unfinished.
+    pub(super) fn run_ended(&self, run: &RunId) {
+        let mut log = self.log();
+        let Log { records, index, .. } = &mut *log;
+        open::freeze(records, index, run);
+    }
+
+    /// Runs `write` on `run` under the file's exclusive lock, up to date with the file (the run
+    /// read back when it is held cold); answers its answer and where the log ends after it.
     fn write<T>(
         &self,
+        run: &str,
         write: impl FnOnce(&mut Writing<'_>) -> Result<T, JournalError>,
     ) -> Result<(T, u64), JournalError> {
         let log = self.log();
@@ -144,8 +226,13 @@ impl Shared {
         // record is refused (`Writing::append`).
         let exclusive = !self.read_only;
         let _locked = lock(&self.path, &self.file, exclusive)?;
-        let mut writing = Writing { shared: self, log };
+        let mut writing = Writing {
+            shared: self,
+            log,
+            run,
+        };
         self.catch_up(&mut writing.log, exclusive)?;
+        self.thaw(&mut writing.log, run)?;
         let answer = write(&mut writing)?;
         Ok((answer, writing.end()))
     }
@@ -155,9 +242,10 @@ impl Shared {
     pub(super) fn write_then<T: Send + 'static>(
         &self,
         durable: bool,
+        run: &str,
         write: impl FnOnce(&mut Writing<'_>) -> Result<T, JournalError>,
     ) -> BoxFuture<'static, Result<T, JournalError>> {
-        let (answer, end) = match self.write(write) {
+        let (answer, end) = match self.write(run, write) {
             Ok(done) => done,
             Err(e) => return Box::pin(std::future::ready(Err(e))),
         };

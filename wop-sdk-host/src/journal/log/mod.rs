@@ -40,6 +40,7 @@
 
 mod access;
 mod file;
+mod index;
 mod open;
 mod ops;
 mod store;
@@ -49,6 +50,7 @@ mod tests;
 
 use super::JournalError;
 use super::memory::Records;
+use index::Index;
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -64,6 +66,8 @@ const WINDOW: Duration = Duration::from_millis(10);
 /// What a journal knows of its file: the records, and where the next one goes.
 struct Log {
     records: Records,
+    /// Where each run's records are, and the runs held cold (`index.rs`).
+    index: Index,
     /// Where the last record ends.
     end: u64,
     /// The next record's number.

@@ -134,6 +134,18 @@ pub(super) fn encode(op: &Op<'_>) -> Result<Vec<u8>, JournalError> {
 }
 
 impl Op<'_> {
+    /// The run the write is of.
+    pub(super) fn run(&self) -> &str {
+        match self {
+            Op::Run { record } => &record.run_id,
+            Op::Begin { key, .. }
+            | Op::Request { key, .. }
+            | Op::Renew { key, .. }
+            | Op::Finish { key, .. } => &key.run,
+            Op::Event { run, .. } => run,
+        }
+    }
+
     /// Applies the write, made `at`, to `records`. A record that does not fit what came before it (a call
     /// recorded twice, an outcome for no identity) is an error: the log is not one this journal
     /// wrote.

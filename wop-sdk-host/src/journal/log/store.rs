@@ -38,7 +38,7 @@ impl LogJournal {
             Ok(payload) => payload,
             Err(e) => return ready(Err(e)),
         };
-        self.shared.write_then(true, |w| {
+        self.shared.write_then(true, key.run_id.as_str(), |w| {
             if let Some(found) = w.records().found(key, fingerprint) {
                 return Ok(found);
             }
@@ -59,7 +59,8 @@ impl Journal for LogJournal {
             Ok(payload) => payload,
             Err(e) => return ready(Err(e)),
         };
-        self.shared.write_then(false, |w| {
+        let id = run.run_id.clone();
+        self.shared.write_then(false, &id, |w| {
             if !w.records().has_run(&run.run_id) {
                 w.append(&payload)?;
                 w.records().register_run(run);
@@ -69,11 +70,19 @@ impl Journal for LogJournal {
     }
 
     fn run<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
-        ready(self.shared.read(|r| r.run(run)))
+        ready(self.shared.read_run(run, |r| r.run(run)))
     }
 
     fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
-        ready(self.shared.read(|r| r.runs()))
+        // Every run, in the order its first record was written.
+        ready(self.shared.read_all(|r, index| {
+            let mut runs: Vec<_> = index
+                .runs()
+                .filter_map(|id| r.run(id).map(|record| (index.first(id.as_str()), record)))
+                .collect();
+            runs.sort_unstable_by_key(|(first, _)| *first);
+            runs.into_iter().map(|(_, record)| record).collect()
+        }))
     }
 
     fn begin<'a>(
@@ -118,7 +127,7 @@ impl Journal for LogJournal {
             Ok(payload) => payload,
             Err(e) => return ready(Err(e)),
         };
-        self.shared.write_then(true, |w| {
+        self.shared.write_then(true, key.run_id.as_str(), |w| {
             if !w.records().holds_lease(key, &lease.holder) {
                 return Ok(false);
             }
@@ -131,7 +140,7 @@ impl Journal for LogJournal {
         &'a self,
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
-        ready(self.shared.read(|r| r.leased(key)))
+        ready(self.shared.read_run(&key.run_id, |r| r.leased(key)))
     }
 
     fn record_request<'a>(
@@ -148,7 +157,7 @@ impl Journal for LogJournal {
             Ok(payload) => payload,
             Err(e) => return ready(Err(e)),
         };
-        self.shared.write_then(true, |w| {
+        self.shared.write_then(true, key.run_id.as_str(), |w| {
             w.records().check_request(key)?;
             w.append(&payload)?;
             w.records().record_request(key, n)
@@ -181,18 +190,19 @@ impl Journal for LogJournal {
             Err(e) => return ready(Err(e)),
         };
         // Deferred: the next call's identity, or the node's end, makes it durable.
-        self.shared.write_then(false, move |w| {
-            w.records().check_finish(key)?;
-            let at = w.append(&payload)?;
-            w.records().finish(key, outcome, charge, events, at)
-        })
+        self.shared
+            .write_then(false, key.run_id.as_str(), move |w| {
+                w.records().check_finish(key)?;
+                let at = w.append(&payload)?;
+                w.records().finish(key, outcome, charge, events, at)
+            })
     }
 
     fn lookup<'a>(
         &'a self,
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Entry>, JournalError>> {
-        ready(self.shared.read(|r| r.lookup(key)))
+        ready(self.shared.read_run(&key.run_id, |r| r.lookup(key)))
     }
 
     fn completed_attempt<'a>(
@@ -200,7 +210,10 @@ impl Journal for LogJournal {
         run: &'a RunId,
         attempt_id: &'a str,
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
-        ready(self.shared.read(|r| r.completed_attempt(run, attempt_id)))
+        ready(
+            self.shared
+                .read_run(run, |r| r.completed_attempt(run, attempt_id)),
+        )
     }
 
     fn append_event<'a>(
@@ -223,24 +236,32 @@ impl Journal for LogJournal {
             Ok(payload) => payload,
             Err(e) => return ready(Err(e)),
         };
-        self.shared.write_then(durable, move |w| {
+        self.shared.write_then(durable, run.as_str(), move |w| {
             let at = w.append(&payload)?;
             Ok(w.records().append_events(run, [event], at))
         })
     }
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Result<Vec<RunEvent>, JournalError>> {
-        ready(self.shared.read(|r| r.events(run)))
+        ready(self.shared.read_run(run, |r| r.events(run)))
     }
 
     fn charges<'a>(
         &'a self,
         run: Option<&'a RunId>,
     ) -> BoxFuture<'a, Result<Vec<ChargeRow>, JournalError>> {
-        ready(self.shared.read(|r| r.charges(run)))
+        ready(match run {
+            Some(run) => self.shared.read_run(run, |r| r.charges(Some(run))),
+            None => self.shared.read_all(|r, _| r.charges(None)),
+        })
     }
 
     fn call_count(&self) -> BoxFuture<'_, Result<u64, JournalError>> {
-        ready(self.shared.read(|r| r.call_count()))
+        ready(self.shared.call_count())
+    }
+
+    fn run_ended(&self, run: &RunId) {
+        // Held cold from now on, once none of its calls is unfinished (`index.rs`).
+        self.shared.run_ended(run);
     }
 }

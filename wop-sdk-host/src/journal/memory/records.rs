@@ -70,6 +70,21 @@ impl Records {
         }
     }
 
+    /// How many calls `run` holds, when none of them is unfinished (its nodes ended: the log
+    /// journal may drop it from memory); `None` while one is.
+    pub(in crate::journal) fn ended_calls(&self, run: &str) -> Option<u64> {
+        let Some(r) = self.runs.get(run) else {
+            return Some(0);
+        };
+        let unfinished = r.calls.iter().any(|(_, _, c)| c.entry.outcome.is_none());
+        (!unfinished).then_some(r.calls.len() as u64)
+    }
+
+    /// Every run held.
+    pub(in crate::journal) fn run_ids(&self) -> Vec<RunId> {
+        self.runs.keys().cloned().collect()
+    }
+
     /// Whether `run` has a record (registering it again changes nothing).
     pub(in crate::journal) fn has_run(&self, run: &str) -> bool {
         self.runs.get(run).is_some_and(|r| r.record.is_some())

@@ -175,3 +175,71 @@ async fn everything_written_reads_back_after_a_reopen_with_the_same_times() {
     drop(j);
     cleanup(&path);
 }
+
+fn cold(j: &LogJournal) -> Vec<String> {
+    let log = j.shared.log();
+    let mut runs: Vec<String> = log
+        .index
+        .cold()
+        .iter()
+        .map(|r| r.as_str().to_owned())
+        .collect();
+    runs.sort();
+    runs
+}
+
+#[tokio::test]
+async fn an_ended_run_is_held_cold_and_read_back_whole_when_asked() {
+    let path = temp_path("cold");
+    let j = LogJournal::open(&path).expect("open");
+    write_some(&j).await;
+    let r1 = RunId::new("r1");
+    // A call in flight keeps its run in memory.
+    j.run_ended(&r1);
+    assert!(cold(&j).is_empty());
+    j.finish(&key("r1", 1), completed("\"second\""), None, Vec::new())
+        .await
+        .expect("finish");
+    j.run_ended(&r1);
+    assert_eq!(cold(&j), ["r1"]);
+    // Every read answers as before, and leaves it cold.
+    let events = j.events(&r1).await.expect("events");
+    assert_eq!(events.len(), 1);
+    assert_eq!(j.charges(None).await.map(|c| c.len()), Ok(1));
+    assert_eq!(j.charges(Some(&r1)).await.map(|c| c.len()), Ok(1));
+    assert_eq!(j.runs().await.map(|r| r.len()), Ok(1));
+    assert_eq!(j.call_count().await, Ok(2));
+    assert_eq!(j.leased(&key("r1", 1)).await, Ok(None));
+    assert_eq!(
+        j.lookup(&key("r1", 0)).await.map(|e| e.map(|e| e.requests)),
+        Ok(Some(2))
+    );
+    assert_eq!(cold(&j), ["r1"]);
+    // A write (a redelivery) reads it back for good, and finds the call recorded.
+    let fp = Fingerprint([7; 32]);
+    assert_eq!(
+        j.begin(&key("r1", 1), &fp, "x").await,
+        Ok(Begin::Recorded {
+            attempt_id: "a-1".into(),
+            outcome: completed("\"second\"")
+        })
+    );
+    assert!(cold(&j).is_empty());
+    assert_eq!(j.append_event(&r1, usage()).await, Ok(1));
+    assert_eq!(j.events(&r1).await.expect("events")[0], events[0]);
+    drop(j);
+    // Opened again, every ended run is cold, and answers the same.
+    let j = LogJournal::open(&path).expect("reopen");
+    assert_eq!(cold(&j), ["r1"]);
+    assert_eq!(j.events(&r1).await.map(|e| e.len()), Ok(2));
+    assert_eq!(j.call_count().await, Ok(2));
+    assert_eq!(
+        j.begin(&key("r1", 0), &fp, "y").await,
+        Ok(Begin::Recorded {
+            attempt_id: "a-0".into(),
+            outcome: completed("{\"t\":1}")
+        })
+    );
+    drop(j);
+    cleanup(&path);
+}
