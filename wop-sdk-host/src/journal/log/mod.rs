@@ -28,9 +28,11 @@
 //! the file untouched. A record that is whole but does not fit the ones before it (a call
 //! recorded twice) is damage too.
 //!
-//! **Memory.** Everything the file holds is also held in memory, as the in-memory journal holds
-//! it without a retention rule; the file is read whole when it is opened. A journal of many
-//! runs costs its size in memory (BENCHMARKS.md §13 has the figures next to SQLite's).
+//! **Memory.** The records of runs with a node executing are held in memory, as the in-memory
+//! journal holds them. A run whose nodes ended ([`Journal::run_ended`](super::Journal::run_ended),
+//! or found ended when the file is opened) is held *cold*: only the offsets of its records,
+//! about 150 bytes, and it is read back from the file when something asks for it (`index.rs`).
+//! Opening reads the file whole once. BENCHMARKS.md §13 has the figures next to SQLite's.
 //!
 //! The parts: `file` (the format: frames, checksums, the tail), `ops` (a record's payload and
 //! how it applies), `open` (a new file, and an existing one read whole), `access` (reading and
