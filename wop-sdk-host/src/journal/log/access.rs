@@ -2,11 +2,12 @@
 //! records another process appended; a write catches up, checks, appends its record and applies
 //! it, all under the exclusive lock; a durable write is then answered after its sync.
 
+use super::Shared;
 use super::file::{self, CHUNK, Next};
 use super::index::Index;
 use super::open::{self, apply};
 use super::ops;
-use super::{Log, Shared, io, lock};
+use super::state::{Log, io, lock};
 use crate::journal::JournalError;
 use crate::journal::memory::Records;
 use std::os::unix::fs::FileExt;

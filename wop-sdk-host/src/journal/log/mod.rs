@@ -35,24 +35,26 @@
 //! Opening reads the file whole once. BENCHMARKS.md §13 has the figures next to SQLite's.
 //!
 //! The parts: `file` (the format: frames, checksums, the tail), `ops` (a record's payload and
-//! how it applies), `open` (a new file, and an existing one read whole), `access` (reading and
-//! writing under the file's lock, catching up with another process), `sync` (group commit and
-//! the flush window), `store` (the [`Journal`](super::Journal) operations), and this file (the
-//! journal and what it shares with its thread).
+//! how it applies), `state` (what a journal knows of its file, and the file's lock), `index`
+//! (where each run's records are, and the runs held cold), `open` (a new file, and an existing
+//! one read whole), `access` (reading and writing under the file's lock, catching up with
+//! another process), `sync` (group commit and the flush window), `store` (the
+//! [`Journal`](super::Journal) operations), and this file (the journal and what it shares with
+//! its thread).
 
 mod access;
 mod file;
 mod index;
 mod open;
 mod ops;
+mod state;
 mod store;
 mod sync;
 #[cfg(test)]
 mod tests;
 
 use super::JournalError;
-use super::memory::Records;
-use index::Index;
+use state::{Log, io, lock};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -64,23 +66,6 @@ use sync::Syncs;
 
 /// The flush window of a journal that was not given one.
 const WINDOW: Duration = Duration::from_millis(10);
-
-/// What a journal knows of its file: the records, and where the next one goes.
-struct Log {
-    records: Records,
-    /// Where each run's records are, and the runs held cold (`index.rs`).
-    index: Index,
-    /// Where the last record ends.
-    end: u64,
-    /// The next record's number.
-    next_seq: u64,
-    /// The file's length as last seen (it grows in steps of [`CHUNK`]).
-    len: u64,
-    /// A record framed: kept to be written again.
-    framed: Vec<u8>,
-    /// A write failed halfway and its bytes could not be zeroed: nothing more is written.
-    broken: Option<JournalError>,
-}
 
 /// What the journal and its flush thread share.
 struct Shared {
@@ -115,29 +100,6 @@ impl Drop for LogJournal {
             let _ = handle.join();
         }
     }
-}
-
-fn io(path: &Path, what: &str, e: &std::io::Error) -> JournalError {
-    JournalError::Io(format!("{}: {what}: {e}", path.display()))
-}
-
-/// Holds the file's `flock` until dropped.
-struct Locked<'a>(&'a File);
-
-impl Drop for Locked<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
-    }
-}
-
-fn lock<'a>(path: &Path, file: &'a File, exclusive: bool) -> Result<Locked<'a>, JournalError> {
-    if exclusive {
-        file.lock()
-    } else {
-        file.lock_shared()
-    }
-    .map_err(|e| io(path, "cannot lock the journal", &e))?;
-    Ok(Locked(file))
 }
 
 impl LogJournal {

@@ -4,7 +4,7 @@
 use super::file::{self, CHUNK, HEADER, Next, Tail};
 use super::index::Index;
 use super::ops::{self, Op};
-use super::{Log, io};
+use super::state::{Log, io};
 use crate::journal::JournalError;
 use crate::journal::memory::Records;
 use std::fs::File;
