@@ -98,13 +98,16 @@ impl Shared {
     /// (this journal holds the file's exclusive lock, so no one is writing) a torn write found
     /// there is zeroed; otherwise the lock is taken, shared, when a record follows.
     fn catch_up(&self, log: &mut Log, exclusive: bool) -> Result<(), JournalError> {
-        let probe = file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))?;
-        if matches!(probe, Next::End) {
-            return Ok(());
-        }
+        // Without the exclusive lock, one `pread` says whether anything follows before the shared
+        // lock is taken (with it, the loop's first read says the same).
         let _shared = if exclusive {
             None
         } else {
+            let probe =
+                file::next_at(&self.file, log.end).map_err(|e| io(&self.path, "read", &e))?;
+            if matches!(probe, Next::End) {
+                return Ok(());
+            }
             Some(lock(&self.path, &self.file, false)?)
         };
         loop {

@@ -11,7 +11,7 @@
 use crate::journal::JournalError;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use wop_sdk::host::BoxFuture;
@@ -28,8 +28,6 @@ struct State {
     syncing: bool,
     /// Durable writes waiting for a sync: where each ended, and its answer.
     waiting: Vec<(u64, Answer)>,
-    /// A sync failed: the file's state on the disk is unknown from then on.
-    failed: Option<JournalError>,
     /// The flush thread waits for a deferred write (rather than for its window to end).
     flusher_idle: bool,
     /// The journal is closing.
@@ -47,6 +45,9 @@ pub(super) struct Syncs {
     durable: AtomicU64,
     /// Durable writes between their write and their answer.
     in_flight: AtomicU64,
+    /// A sync failed: the file's state on the disk is unknown from then on, and nothing more is
+    /// written (set under the state's lock, read without it on every write).
+    failed: OnceLock<JournalError>,
 }
 
 fn stopped() -> JournalError {
@@ -67,6 +68,7 @@ impl Syncs {
             count: AtomicU64::new(0),
             durable: AtomicU64::new(durable),
             in_flight: AtomicU64::new(0),
+            failed: OnceLock::new(),
         };
         syncs.set_window(window);
         syncs
@@ -98,7 +100,7 @@ impl Syncs {
 
     /// The failure of an earlier sync, if one failed: nothing more is written then.
     pub(super) fn failed(&self) -> Option<JournalError> {
-        self.lock().failed.clone()
+        self.failed.get().cloned()
     }
 
     /// A write ended at `end` (writes are made in order, under the log's lock).
@@ -118,7 +120,7 @@ impl Syncs {
         end: u64,
     ) -> BoxFuture<'static, Result<(), JournalError>> {
         let mut s = self.lock();
-        if let Some(e) = &s.failed {
+        if let Some(e) = self.failed.get() {
             return Box::pin(std::future::ready(Err(e.clone())));
         }
         if s.durable >= end {
@@ -157,7 +159,7 @@ impl Syncs {
                          nothing more is written to it: open it again"
                     ));
                     tracing::error!(error = %e, "a sync of the log journal failed");
-                    s.failed = Some(e.clone());
+                    let _ = self.failed.set(e.clone());
                     s.syncing = false;
                     for (_, answer) in s.waiting.drain(..) {
                         self.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -204,7 +206,7 @@ impl Syncs {
         // The writes not durable when the window began (`mark`), and when it ends.
         let mut window: Option<(u64, Instant)> = None;
         while !s.stop {
-            if !s.syncing && s.failed.is_none() {
+            if !s.syncing && self.failed.get().is_none() {
                 let now = Instant::now();
                 let window_due =
                     window.is_some_and(|(mark, deadline)| now >= deadline && s.durable < mark);
@@ -221,7 +223,7 @@ impl Syncs {
             {
                 window = None;
             }
-            if window.is_none() && s.written > s.durable && s.failed.is_none() {
+            if window.is_none() && s.written > s.durable && self.failed.get().is_none() {
                 window = Some((s.written, Instant::now() + self.window()));
             }
             // Without a window, a deferred write wakes this thread (`wrote`).
@@ -243,7 +245,7 @@ impl Syncs {
             std::thread::yield_now();
             s = self.lock();
         }
-        if (s.written > s.durable || !s.waiting.is_empty()) && s.failed.is_none() {
+        if (s.written > s.durable || !s.waiting.is_empty()) && self.failed.get().is_none() {
             s.syncing = true;
             drop(s);
             let _ = self.lead(file, false);
@@ -254,5 +256,55 @@ impl Syncs {
     pub(super) fn stop(&self) {
         self.lock().stop = true;
         self.flusher.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_file(name: &str) -> (std::path::PathBuf, File) {
+        let path = std::env::temp_dir().join(format!("wop-syncs-{}-{name}", std::process::id()));
+        let file = File::create(&path).expect("file");
+        (path, file)
+    }
+
+    #[tokio::test]
+    async fn a_caller_alone_syncs_on_its_own_thread_and_is_answered_at_once() {
+        let (path, file) = temp_file("alone");
+        let syncs = Syncs::new(0, Duration::from_secs(3600));
+        syncs.wrote(100);
+        let answer = syncs.settle(&file, 100);
+        // The sync was made before `settle` returned.
+        assert_eq!(syncs.count(), 1);
+        assert_eq!(syncs.durable(), 100);
+        assert_eq!(answer.await, Ok(()));
+        // Already durable: no sync.
+        assert_eq!(syncs.settle(&file, 50).await, Ok(()));
+        assert_eq!(syncs.count(), 1);
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[tokio::test]
+    async fn durable_writes_made_during_a_sync_share_the_next_one() {
+        let (path, file) = temp_file("grouped");
+        let syncs = Syncs::new(0, Duration::from_secs(3600));
+        // A sync under way (its leader is elsewhere).
+        syncs.lock().syncing = true;
+        let mut answers = Vec::new();
+        for end in [100, 200, 300] {
+            syncs.wrote(end);
+            answers.push(syncs.settle(&file, end));
+        }
+        assert_eq!(syncs.count(), 0, "nobody answered before a sync");
+        assert_eq!(syncs.lock().waiting.len(), 3);
+        // The leader's next sync carries all three.
+        assert_eq!(syncs.lead(&file, false), Ok(()));
+        assert_eq!(syncs.count(), 1, "one sync for three durable writes");
+        for answer in answers {
+            assert_eq!(answer.await, Ok(()));
+        }
+        assert!(!syncs.lock().syncing);
+        let _ = std::fs::remove_file(path);
     }
 }

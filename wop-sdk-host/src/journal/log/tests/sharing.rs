@@ -70,6 +70,12 @@ async fn a_read_only_journal_refuses_every_write_and_changes_nothing() {
     assert!(j.append_event(&RunId::new("r1"), usage()).await.is_err());
     drop(j);
     assert_eq!(std::fs::read(&path).expect("read"), before);
+    // Nothing was created beside it (which is why a folder this user cannot write does not stop it).
+    let beside: Vec<_> = std::fs::read_dir(path.parent().expect("dir"))
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(beside, [std::ffi::OsString::from("journal.log")]);
     assert!(matches!(
         LogJournal::open_read_only(temp_path("missing")),
         Err(JournalError::Io(_))
@@ -78,7 +84,9 @@ async fn a_read_only_journal_refuses_every_write_and_changes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_durable_writes_share_their_syncs() {
+async fn concurrent_durable_writes_are_all_answered_and_durable() {
+    // How many syncs they share depends on timing; that durable writes made during a sync share
+    // the next one is `sync.rs`'s own test.
     let path = temp_path("group");
     let j = Arc::new(LogJournal::open(&path).expect("open"));
     let before = j.commits();
@@ -104,11 +112,7 @@ async fn concurrent_durable_writes_share_their_syncs() {
     for t in tasks {
         t.await.expect("task");
     }
-    let syncs = j.commits() - before;
-    assert!(
-        (1..=256).contains(&syncs),
-        "{syncs} syncs for 256 durable writes"
-    );
+    assert!(j.commits() > before, "the durable writes were synced");
     assert_eq!(j.call_count().await, Ok(64));
     drop(j);
     let j = LogJournal::open(&path).expect("reopen");
