@@ -46,7 +46,7 @@ async fn report_figures_equal_the_providers_own_count_and_the_scripts_sums() {
     let mut tokens: BTreeMap<String, u64> = BTreeMap::new();
     let mut withheld: BTreeSet<String> = BTreeSet::new();
     for (step, request) in steps.iter().zip(&received) {
-        let node = request.node_id.clone();
+        let node = request.node_id.to_string();
         match &step["usage"] {
             Value::Bool(false) => {
                 withheld.insert(node.clone());
@@ -62,7 +62,7 @@ async fn report_figures_equal_the_providers_own_count_and_the_scripts_sums() {
     assert_eq!(report.nodes.len(), 3);
     for n in &report.nodes {
         let id = &n.outcome.node_id;
-        let seen = received.iter().filter(|r| &r.node_id == id).count();
+        let seen = received.iter().filter(|r| *r.node_id == **id).count();
         assert_eq!(
             n.requests().map(|r| r as usize),
             Some(seen),
@@ -126,12 +126,7 @@ async fn the_budget_covers_a_repair_per_scene_on_both_kinds_of_host() {
     assert!(draft.estimate.fits && draft.estimate.fits_without_accounting);
     // Actual: scene 1 (2 requests) + its repair (2) + scene 2 (1).
     assert_eq!(draft.outcome.budget.used, 5);
-    let statuses: Vec<&str> = draft
-        .outcome
-        .calls
-        .iter()
-        .map(|c| c.status.as_str())
-        .collect();
+    let statuses: Vec<&str> = draft.outcome.calls.iter().map(|c| c.status).collect();
     assert_eq!(statuses, ["invalid_output", "ok", "ok"]);
     assert_eq!(draft.refused_calls(), 0);
     let received = report.provider.requests_of(&report.run_id);
@@ -198,7 +193,7 @@ async fn every_answered_request_has_a_progress_line_in_order() {
         .map(|l| l.split(':').next().expect("node id"))
         .collect();
     // One line per request the provider received, each under its node, in the same order.
-    let expected: Vec<&str> = received.iter().map(|r| r.node_id.as_str()).collect();
+    let expected: Vec<&str> = received.iter().map(|r| &*r.node_id).collect();
     assert_eq!(answered, expected, "{lines:#?}");
     // The reply that withheld its usage says so, and no line invents a 0 for it.
     assert!(

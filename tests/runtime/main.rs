@@ -332,7 +332,7 @@ async fn the_budget_refuses_the_call_that_could_overrun_and_never_one_that_fits(
     );
     assert_eq!(out.budget.used, 5);
     assert_eq!(
-        out.calls.last().map(|c| c.status.as_str()),
+        out.calls.last().map(|c| c.status),
         Some("wop-sdk.budget_exhausted")
     );
 }

@@ -273,7 +273,7 @@ impl Book {
         let outcome = self.host.run_with(node, input, options).await;
         let run_id = self.run_id.get_or_insert_with(|| outcome.run_id.clone());
         let count = |requests: Vec<ProviderRequest>| {
-            requests.iter().filter(|r| r.node_id == node_id).count()
+            requests.iter().filter(|r| *r.node_id == *node_id).count()
         };
         let provider_requests = count(self.report.provider.requests_of(run_id));
         let provider_unanswered = count(self.report.provider.unanswered_of(run_id));

@@ -160,10 +160,7 @@ fn drafted(beat: &str, text: String, repaired: bool) -> DraftedScene {
 }
 
 fn placeholder(ctx: &NodeCtx<'_>, beat: &str) -> DraftedScene {
-    let code = ctx
-        .calls()
-        .last()
-        .map_or_else(|| "unknown".to_owned(), |c| c.status.clone());
+    let code = ctx.calls().last().map_or("unknown", |c| c.status);
     DraftedScene {
         beat: beat.to_owned(),
         text: format!("[placeholder: this scene was not drafted ({code})]"),

@@ -110,7 +110,7 @@ impl SentLog {
     ) {
         let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let s = map
-            .entry(request.node_id.clone())
+            .entry(String::from(&*request.node_id))
             .or_insert_with(Sent::nothing);
         let reported = |s: &mut Sent, n: Option<u64>| match n {
             Some(t) => s.output_tokens = Some(s.output_tokens.unwrap_or(0) + t),

@@ -320,14 +320,19 @@ mod tests {
         }
     }
 
-    fn call(charged: u32, requests: Option<u32>, tokens: Option<u64>, status: &str) -> CallReport {
+    fn call(
+        charged: u32,
+        requests: Option<u32>,
+        tokens: Option<u64>,
+        status: &'static str,
+    ) -> CallReport {
         CallReport {
             call_index: 0,
             charged,
             requests,
             output_tokens: tokens,
             usage_complete: tokens.map(|_| true),
-            status: status.to_owned(),
+            status,
             retry_reason: None,
         }
     }

@@ -6,6 +6,7 @@
 use super::config::LocalConfig;
 use super::events::{CallEvents, Live};
 use super::guard::ReplyGuard;
+use super::inner::Names;
 use super::retry::{Accepted, Backoff, End, ReplyChecks, RetryLoop};
 use super::runs::Runs;
 use super::schemas::{self, Schemas};
@@ -39,6 +40,7 @@ pub(crate) struct Parts<'a> {
     pub(crate) guard: &'a ReplyGuard,
     pub(crate) schemas: &'a Schemas,
     pub(crate) live: &'a Live,
+    pub(crate) names: &'a Names,
     /// Seeds the backoff's jitter.
     pub(crate) seed: u64,
 }
@@ -174,15 +176,15 @@ impl Call<'_> {
             }
             let request = ProviderRequest {
                 run_id: self.key.run_id.clone(),
-                node_id: self.key.node_id.clone(),
+                node_id: Arc::clone(&self.key.node_id),
                 provider: req
                     .provider
-                    .clone()
-                    .unwrap_or_else(|| provider_name.to_owned()),
+                    .as_deref()
+                    .map_or_else(|| Arc::clone(&parts.names.provider), Arc::from),
                 model: req
                     .model
-                    .clone()
-                    .unwrap_or_else(|| cfg.default_model.clone()),
+                    .as_deref()
+                    .map_or_else(|| Arc::clone(&parts.names.model), Arc::from),
                 system_prompt: req.system_prompt.clone(),
                 messages: Arc::clone(l.messages()),
                 max_tokens: attempt.max_tokens,

@@ -31,6 +31,14 @@ pub(crate) struct Inner {
     pub(crate) seed: u64,
     /// The capability document, written once from the settings (`capabilities.rs`).
     pub(crate) document: Arc<CapabilityDocument>,
+    /// The provider's name and the default model, held once: each provider request shares them.
+    pub(crate) names: Names,
+}
+
+/// The texts every provider request of this host names, unless its call names others.
+pub(crate) struct Names {
+    pub(crate) provider: Arc<str>,
+    pub(crate) model: Arc<str>,
 }
 
 impl Inner {
@@ -44,6 +52,10 @@ impl Inner {
     ) -> Self {
         Self {
             document: Arc::new(super::capabilities::document(&config, provider.name())),
+            names: Names {
+                provider: Arc::from(provider.name()),
+                model: Arc::from(config.default_model.as_str()),
+            },
             runs: Runs::new(
                 config.max_concurrent_generations,
                 config.max_generations_per_run,
@@ -78,6 +90,7 @@ impl Inner {
             guard: &self.guard,
             schemas: &self.schemas,
             live: &self.live,
+            names: &self.names,
             seed: self.seed,
         }
     }

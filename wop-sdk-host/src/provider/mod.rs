@@ -34,12 +34,12 @@ use wop_sdk::wire::{FinishReason, Message, StructuredOutputMode, Usage};
 pub struct ProviderRequest {
     /// The run the call belongs to (a scripted provider serves a per-run script).
     pub run_id: RunId,
-    /// The node instance.
-    pub node_id: String,
-    /// The provider name.
-    pub provider: String,
-    /// The model.
-    pub model: String,
+    /// The node instance (shared with the call's key, never copied).
+    pub node_id: Arc<str>,
+    /// The provider name (shared: the host holds it once).
+    pub provider: Arc<str>,
+    /// The model (shared: the host holds its default model once).
+    pub model: Arc<str>,
     /// The system prompt.
     pub system_prompt: Option<String>,
     /// The messages, including any corrective note the host added.

@@ -40,7 +40,7 @@ fn host(document: &str, answer: Value, provider: Option<&str>) -> (JsHost, Arc<F
 fn key(i: u32) -> AttemptKey {
     AttemptKey {
         run_id: RunId::new("r"),
-        node_id: "n".to_owned(),
+        node_id: "n".into(),
         call_index: i,
     }
 }

@@ -60,8 +60,9 @@ impl fmt::Display for RunId {
 pub struct AttemptKey {
     /// The run.
     pub run_id: RunId,
-    /// The node instance within the run (not its type id).
-    pub node_id: String,
+    /// The node instance within the run (not its type id). Shared: every call of a node
+    /// execution, and the host's records of it, hold the same text (`"n".into()` makes one).
+    pub node_id: Arc<str>,
     /// 0 for the node's first call, 1 for the second, …
     pub call_index: u32,
 }

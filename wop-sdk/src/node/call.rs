@@ -45,7 +45,7 @@ impl<'a> Reservation<'a> {
             .with_detail("maxCalls", b.max_calls.unwrap_or(0))
             .with_detail("used", b.used)
             .with_detail("worstCase", worst);
-            e.error.as_str().clone_into(&mut report.status);
+            report.status = e.error.as_str();
             books.calls.push(report);
             return Err(e);
         }
@@ -78,7 +78,7 @@ impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         if let Some(mut report) = self.report.take() {
             report.charged = self.worst;
-            "cancelled".clone_into(&mut report.status);
+            report.status = "cancelled";
             self.file(report);
         }
     }
@@ -112,7 +112,7 @@ pub(crate) async fn call<'run, T: Output>(
         requests: None,
         output_tokens: None,
         usage_complete: None,
-        status: String::new(),
+        status: "",
         retry_reason: lineage.as_ref().map(|l| l.reason.as_str().to_owned()),
     };
     if request.require_retry_policy && !honoured && policy != RetryPolicy::HOST_DEFAULT {
@@ -123,7 +123,7 @@ pub(crate) async fn call<'run, T: Output>(
         )
         .with_detail("capability", "aiProviders.callAccounting.retryPolicy");
         state.books().calls.push(CallReport {
-            status: e.error.as_str().to_owned(),
+            status: e.error.as_str(),
             ..report
         });
         return Err(state.failures.record(e, None));
@@ -155,7 +155,7 @@ pub(crate) async fn call<'run, T: Output>(
     }
     let key = AttemptKey {
         run_id: state.run_id.clone(),
-        node_id: state.node_id.clone(),
+        node_id: Arc::clone(&state.node_id),
         call_index,
     };
     let answer = match dispatch {
@@ -174,7 +174,7 @@ pub(crate) async fn call<'run, T: Output>(
         .and_then(|result| check_result(&state.caps, result, structured));
     match outcome {
         Err((public, token)) => {
-            reservation.settle(worst, |r| public.error.as_str().clone_into(&mut r.status));
+            reservation.settle(worst, |r| r.status = public.error.as_str());
             Err(state.failures.record(public, token))
         }
         Ok((attempt_id, mut result)) => {
@@ -206,7 +206,7 @@ pub(crate) async fn call<'run, T: Output>(
                 r.requests = attempts.map(|a| a.count);
                 r.output_tokens = attempts.and_then(|a| a.output_tokens);
                 r.usage_complete = attempts.map(|a| a.usage_complete);
-                r.status = if valid { "ok" } else { "invalid_output" }.to_owned();
+                r.status = if valid { "ok" } else { "invalid_output" };
             });
             Ok(Completion::new(
                 attempt_id,

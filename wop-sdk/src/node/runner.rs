@@ -96,7 +96,7 @@ async fn execute_in(
     let state = Arc::new(RunState::new(
         Arc::clone(&host),
         run_id.clone(),
-        node_id.to_owned(),
+        Arc::from(node_id),
         caps,
         spec.retry,
         spec.max_calls,

@@ -25,8 +25,9 @@ pub struct CallReport {
     pub output_tokens: Option<u64>,
     /// `attempts.usageComplete` when reported.
     pub usage_complete: Option<bool>,
-    /// `ok`, `invalid_output`, `cancelled`, or the failure's public code.
-    pub status: String,
+    /// `ok`, `invalid_output`, `cancelled`, or the failure's public code (each a fixed text: a
+    /// report costs no allocation for it).
+    pub status: &'static str,
     /// A deliberate retry: the reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_reason: Option<String>,
@@ -43,7 +44,7 @@ pub(crate) struct Books {
 pub(crate) struct RunState {
     pub(crate) host: Arc<dyn Host>,
     pub(crate) run_id: RunId,
-    pub(crate) node_id: String,
+    pub(crate) node_id: Arc<str>,
     pub(crate) caps: RunCapabilities,
     pub(crate) default_policy: RetryPolicy,
     pub(crate) next_call: AtomicU32,
@@ -55,7 +56,7 @@ impl RunState {
     pub(crate) fn new(
         host: Arc<dyn Host>,
         run_id: RunId,
-        node_id: String,
+        node_id: Arc<str>,
         caps: RunCapabilities,
         default_policy: RetryPolicy,
         max_calls: Option<u32>,

@@ -7,6 +7,7 @@ use crate::journal::memory::Records;
 use crate::journal::{Charge, Fingerprint, JournalError, Lease, Outcome, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use wop_sdk::host::{AttemptKey, RunId};
 use wop_sdk::wire::Event;
@@ -33,7 +34,7 @@ impl<'a> Key<'a> {
     fn key(&self) -> AttemptKey {
         AttemptKey {
             run_id: RunId::new(&*self.run),
-            node_id: self.node.clone().into_owned(),
+            node_id: Arc::from(&*self.node),
             call_index: self.index,
         }
     }

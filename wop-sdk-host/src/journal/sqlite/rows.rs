@@ -14,7 +14,7 @@ use wop_sdk::wire::{Event, rfc3339};
 pub(super) fn key_params(key: &AttemptKey) -> (String, String, u32) {
     (
         key.run_id.as_str().to_owned(),
-        key.node_id.clone(),
+        String::from(&*key.node_id),
         key.call_index,
     )
 }

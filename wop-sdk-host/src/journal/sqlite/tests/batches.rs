@@ -88,7 +88,7 @@ async fn concurrent_calls_are_all_kept() {
             tokio::spawn(async move {
                 let k = AttemptKey {
                     run_id: RunId::new(format!("run-{}", i % 4)),
-                    node_id: format!("node-{i}"),
+                    node_id: format!("node-{i}").into(),
                     call_index: i,
                 };
                 let (fp, id) = (Fingerprint([i as u8; 32]), format!("a-{i}"));
