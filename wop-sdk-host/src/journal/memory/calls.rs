@@ -4,6 +4,7 @@
 //! of one call holds two small allocations rather than two hash tables.
 
 use super::super::{Charge, Entry, Lease};
+use std::sync::Arc;
 
 /// One call: its identity and outcome, its charge, and its lease while it is in flight.
 pub(super) struct Call {
@@ -14,17 +15,21 @@ pub(super) struct Call {
     pub(super) lease: Option<Box<Lease>>,
 }
 
+/// A node's calls, sorted by index.
+type NodeCalls = Vec<(u32, Call)>;
+
 /// The calls of one run.
 #[derive(Default)]
 pub(super) struct RunCalls {
-    nodes: Vec<(String, Vec<(u32, Call)>)>,
+    /// Each node's id shared with the calls' keys (`AttemptKey::node_id`), not copied.
+    nodes: Vec<(Arc<str>, NodeCalls)>,
 }
 
 impl RunCalls {
     fn node(&self, node: &str) -> Option<&[(u32, Call)]> {
         self.nodes
             .iter()
-            .find(|(n, _)| n == node)
+            .find(|(n, _)| **n == *node)
             .map(|(_, calls)| calls.as_slice())
     }
 
@@ -35,17 +40,17 @@ impl RunCalls {
     }
 
     pub(super) fn get_mut(&mut self, node: &str, index: u32) -> Option<&mut Call> {
-        let (_, calls) = self.nodes.iter_mut().find(|(n, _)| n == node)?;
+        let (_, calls) = self.nodes.iter_mut().find(|(n, _)| **n == *node)?;
         let at = calls.binary_search_by_key(&index, |(i, _)| *i).ok()?;
         Some(&mut calls[at].1)
     }
 
     /// Adds a call that is not there yet (the caller looked).
-    pub(super) fn insert(&mut self, node: &str, index: u32, call: Call) {
-        let at = match self.nodes.iter().position(|(n, _)| n == node) {
+    pub(super) fn insert(&mut self, node: &Arc<str>, index: u32, call: Call) {
+        let at = match self.nodes.iter().position(|(n, _)| *n == *node) {
             Some(at) => at,
             None => {
-                self.nodes.push((node.to_owned(), Vec::with_capacity(1)));
+                self.nodes.push((Arc::clone(node), Vec::with_capacity(1)));
                 self.nodes.len() - 1
             }
         };
@@ -66,7 +71,7 @@ impl RunCalls {
         self.nodes.iter().flat_map(|(node, calls)| {
             calls
                 .iter()
-                .map(move |(index, call)| (node.as_str(), *index, call))
+                .map(move |(index, call)| (&**node, *index, call))
         })
     }
 }
@@ -94,7 +99,7 @@ mod tests {
         let mut calls = RunCalls::default();
         for (node, index) in [("a", 2), ("a", 0), ("b", 0), ("a", 1), ("a", 9)] {
             assert!(calls.get(node, index).is_none());
-            calls.insert(node, index, call(&format!("{node}{index}")));
+            calls.insert(&Arc::from(node), index, call(&format!("{node}{index}")));
         }
         assert_eq!(calls.len(), 5);
         for (node, index) in [("a", 0), ("a", 1), ("a", 2), ("a", 9), ("b", 0)] {
