@@ -66,7 +66,7 @@ async fn prefill(journal: Arc<dyn Journal>, attempts: u32) {
                     ),
                 };
                 let charge = Charge {
-                    beneficiaries: vec!["bench".into()],
+                    beneficiaries: vec!["bench".into()].into(),
                     generations: 1,
                     output_tokens: 9,
                 };

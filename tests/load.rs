@@ -95,7 +95,7 @@ async fn sixty_four_runs_of_twenty_calls_under_a_cap_of_eight() {
     assert!(
         ledger
             .iter()
-            .all(|c| c.charge.generations == 1 && c.charge.beneficiaries == ["load"])
+            .all(|c| c.charge.generations == 1 && *c.charge.beneficiaries == ["load"])
     );
 
     // A replay of every run makes no provider request.

@@ -210,7 +210,7 @@ async fn killed_before_the_identity_is_persisted_redelivery_dispatches_cleanly(s
     assert_eq!(provider.request_count(), 1);
     let ledger = host.ledger(Some(&RunId::new(RUN))).await.expect("ledger");
     assert_eq!(ledger.len(), 1);
-    assert_eq!(ledger[0].charge.beneficiaries, ["ana"]);
+    assert_eq!(*ledger[0].charge.beneficiaries, ["ana"]);
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -267,7 +267,7 @@ async fn killed_after_the_run_returned_everything_before_it_is_durable(store: St
     assert_eq!(provider.request_count(), 0, "no new provider request");
     let ledger = host.ledger(Some(&RunId::new(RUN))).await.expect("ledger");
     assert_eq!(ledger.len(), 1, "charged once, before the crash");
-    assert_eq!(ledger[0].charge.beneficiaries, ["ana"]);
+    assert_eq!(*ledger[0].charge.beneficiaries, ["ana"]);
     assert!(
         host.journal()
             .run(&RunId::new(RUN))

@@ -32,6 +32,7 @@ pub use wop_sdk::wire::canonical_json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{ErrorEnvelope, Event, RunEvent};
 
@@ -84,8 +85,9 @@ impl std::error::Error for JournalError {}
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Charge {
-    /// Who is charged, jointly (the run's owner when the call named none).
-    pub beneficiaries: Vec<String>,
+    /// Who is charged, jointly (the run's owner when the call named none). Shared: the charges
+    /// of a run's calls that name no beneficiary hold its owner's one list.
+    pub beneficiaries: Arc<[String]>,
     /// Completed provider generations.
     pub generations: u32,
     /// Output tokens reported for them.

@@ -49,7 +49,7 @@ pub(crate) async fn begin_answers(j: &dyn Journal) {
     );
     assert_eq!(j.begin(&k, &fp(2), "x").await, Ok(Begin::Mismatch));
     let charge = Charge {
-        beneficiaries: vec!["u1".into()],
+        beneficiaries: vec!["u1".into()].into(),
         generations: 2,
         output_tokens: 300,
     };
@@ -140,7 +140,7 @@ pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
     let k = key("r4", 0);
     assert_eq!(j.begin(&k, &fp(4), "a-4").await, Ok(Begin::Fresh));
     let charge = Charge {
-        beneficiaries: vec!["u4".into()],
+        beneficiaries: vec!["u4".into()].into(),
         generations: 1,
         output_tokens: 5,
     };

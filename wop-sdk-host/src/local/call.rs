@@ -227,9 +227,9 @@ impl Call<'_> {
     fn charge(&self, l: &RetryLoop) -> Option<Charge> {
         (l.generations() > 0).then(|| Charge {
             beneficiaries: if self.request.beneficiary_user_ids.is_empty() {
-                vec![self.parts.runs.owner(&self.key.run_id)]
+                self.parts.runs.owner(&self.key.run_id)
             } else {
-                self.request.beneficiary_user_ids.clone()
+                Arc::from(self.request.beneficiary_user_ids.as_slice())
             },
             generations: l.generations(),
             output_tokens: l.output_tokens(),

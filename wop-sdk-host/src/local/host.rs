@@ -60,7 +60,7 @@ impl LocalHost {
     ) -> Result<HashMap<String, (u32, u64)>, JournalError> {
         let mut out: HashMap<String, (u32, u64)> = HashMap::new();
         for row in self.ledger(run).await? {
-            for b in &row.charge.beneficiaries {
+            for b in row.charge.beneficiaries.iter() {
                 let e = out.entry(b.clone()).or_default();
                 e.0 += row.charge.generations;
                 e.1 += row.charge.output_tokens;

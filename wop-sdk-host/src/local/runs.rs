@@ -13,8 +13,9 @@ use wop_sdk::wire::{ErrorCode, ErrorEnvelope};
 /// What the host keeps about a run while one of its nodes executes; dropped when the last ends,
 /// so a long-lived host does not grow with the runs it has finished.
 struct ActiveRun {
-    /// Shared with the host's default owner when it is the default (most runs).
-    owner: Arc<str>,
+    /// The run's owner, as the one beneficiary of a charge: shared with the host's default
+    /// owner when it is the default (most runs), and with each charge of the run's calls.
+    owner: Arc<[String]>,
     replay_of: Option<RunId>,
     generations: u32,
     nodes: usize,
@@ -30,7 +31,7 @@ pub(crate) struct Runs {
     runs: Mutex<HashMap<RunId, ActiveRun>>,
     generations: Arc<Semaphore>,
     max_per_run: Option<u32>,
-    default_owner: Arc<str>,
+    default_owner: Arc<[String]>,
 }
 
 /// Keeps a run active while it lives: dropped (the node ended, or its task was aborted), the run
@@ -70,7 +71,7 @@ impl Runs {
             runs: Mutex::default(),
             generations: Arc::new(Semaphore::new(max_concurrent)),
             max_per_run,
-            default_owner: Arc::from(default_owner),
+            default_owner: Arc::from([default_owner]),
         }
     }
 
@@ -97,7 +98,7 @@ impl Runs {
             generations: charged,
             nodes: 0,
         });
-        if *entry.owner != *owner {
+        if entry.owner[0] != owner {
             entry.owner = self.shared_owner(owner);
         }
         entry.replay_of = replay_of;
@@ -111,19 +112,18 @@ impl Runs {
     }
 
     /// `owner` as kept: the default owner's shared text when it is that one.
-    fn shared_owner(&self, owner: &str) -> Arc<str> {
-        if *self.default_owner == *owner {
+    fn shared_owner(&self, owner: &str) -> Arc<[String]> {
+        if self.default_owner[0] == owner {
             Arc::clone(&self.default_owner)
         } else {
-            Arc::from(owner)
+            Arc::from([owner.to_owned()])
         }
     }
 
-    /// Who is charged for `run`'s calls that name no beneficiary.
-    pub(crate) fn owner(&self, run: &RunId) -> String {
+    /// Who is charged for `run`'s calls that name no beneficiary: its owner, shared.
+    pub(crate) fn owner(&self, run: &RunId) -> Arc<[String]> {
         let runs = lock(&self.runs);
-        let owner = runs.get(run).map_or(&self.default_owner, |r| &r.owner);
-        String::from(&**owner)
+        Arc::clone(runs.get(run).map_or(&self.default_owner, |r| &r.owner))
     }
 
     /// The source run when `run` is a replay fork.

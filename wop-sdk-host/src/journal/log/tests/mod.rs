@@ -77,7 +77,7 @@ async fn write_some(j: &LogJournal) {
         .await
         .expect("request 2");
     let charge = Charge {
-        beneficiaries: vec!["ana".into()],
+        beneficiaries: vec!["ana".into()].into(),
         generations: 2,
         output_tokens: 5,
     };

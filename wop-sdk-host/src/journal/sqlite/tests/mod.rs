@@ -67,7 +67,7 @@ fn usage(output_tokens: u64) -> Value {
 
 fn charge() -> Charge {
     Charge {
-        beneficiaries: vec!["u1".into(), "u2".into()],
+        beneficiaries: vec!["u1".into(), "u2".into()].into(),
         generations: 1,
         output_tokens: 42,
     }
