@@ -6,7 +6,6 @@
 use super::config::LocalConfig;
 use super::events::{CallEvents, Live};
 use super::guard::ReplyGuard;
-use super::inner::Names;
 use super::retry::{Accepted, Backoff, End, ReplyChecks, RetryLoop};
 use super::runs::Runs;
 use super::schemas::{self, Schemas};
@@ -28,6 +27,12 @@ pub(crate) struct Finished {
     pub(crate) result: Option<CallAiResult>,
     pub(crate) charge: Option<Charge>,
     pub(crate) events: Vec<Event>,
+}
+
+/// The texts every provider request of this host names, unless its call names others.
+pub(crate) struct Names {
+    pub(crate) provider: Arc<str>,
+    pub(crate) model: Arc<str>,
 }
 
 /// The parts of the local host a dispatch uses.

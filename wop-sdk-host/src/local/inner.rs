@@ -1,7 +1,7 @@
 //! The parts of the local host, each owning its own state, shared by every handle
 //! ([`super::LocalHost`] is an `Arc` of them).
 
-use super::call::Parts;
+use super::call::{Names, Parts};
 use super::config::LocalConfig;
 use super::diagnostics::Diagnostics;
 use super::events::{Live, Observer};
@@ -33,12 +33,6 @@ pub(crate) struct Inner {
     pub(crate) document: Arc<CapabilityDocument>,
     /// The provider's name and the default model, held once: each provider request shares them.
     pub(crate) names: Names,
-}
-
-/// The texts every provider request of this host names, unless its call names others.
-pub(crate) struct Names {
-    pub(crate) provider: Arc<str>,
-    pub(crate) model: Arc<str>,
 }
 
 impl Inner {
