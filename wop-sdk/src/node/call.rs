@@ -95,128 +95,133 @@ pub(crate) enum Dispatch<'s> {
     Stream(&'s StreamSink),
 }
 
-/// Makes one call for a node execution.
-pub(crate) async fn call<'run, T: Output>(
-    state: &Arc<RunState>,
-    request: AiRequest<T>,
+/// Makes one call for a node execution. Nothing happens until the future is first polled (the
+/// call's index is taken then).
+///
+/// Written as an `async` block over the request it owns, worked on in place: an `async fn`
+/// would keep its arguments twice (as arguments and as the body's locals) and the request's
+/// wire form a third time once taken apart, and a node's future holds this one whole (about
+/// 1.3 KB instead of about 0.6 KB, past the allocator's cheap sizes).
+pub(crate) fn call<'s, 'run, T: Output>(
+    state: &'s Arc<RunState>,
+    mut request: AiRequest<T>,
     lineage: Option<Lineage>,
-    dispatch: Dispatch<'_>,
-) -> Result<Completion<'run, T>, AiFailure<'run>> {
-    let call_index = state.next_call.fetch_add(1, Ordering::SeqCst);
-    let policy = request.policy.unwrap_or(state.default_policy);
-    let honoured = state.caps.retry_policy().is_some();
-    let structured = request.wire.is_structured();
-    let report = CallReport {
-        call_index,
-        charged: 0,
-        requests: None,
-        output_tokens: None,
-        usage_complete: None,
-        status: "",
-        retry_reason: lineage.as_ref().map(|l| l.reason.as_str().to_owned()),
-    };
-    if request.require_retry_policy && !honoured && policy != RetryPolicy::HOST_DEFAULT {
-        let e = ErrorEnvelope::new(
-            ErrorCode::CapabilityNotProvided,
-            "the call requires a per-call retry policy, but the host does not advertise \
+    dispatch: Dispatch<'s>,
+) -> impl Future<Output = Result<Completion<'run, T>, AiFailure<'run>>> + 's {
+    async move {
+        let call_index = state.next_call.fetch_add(1, Ordering::SeqCst);
+        let policy = request.policy.unwrap_or(state.default_policy);
+        let honoured = state.caps.retry_policy().is_some();
+        let structured = request.wire.is_structured();
+        let report = CallReport {
+            call_index,
+            charged: 0,
+            requests: None,
+            output_tokens: None,
+            usage_complete: None,
+            status: "",
+            retry_reason: lineage.as_ref().map(|l| l.reason.as_str().to_owned()),
+        };
+        if request.require_retry_policy && !honoured && policy != RetryPolicy::HOST_DEFAULT {
+            let e = ErrorEnvelope::new(
+                ErrorCode::CapabilityNotProvided,
+                "the call requires a per-call retry policy, but the host does not advertise \
              `aiProviders.callAccounting.retryPolicy`",
-        )
-        .with_detail("capability", "aiProviders.callAccounting.retryPolicy");
-        state.books().calls.push(CallReport {
-            status: e.error.as_str(),
-            ..report
-        });
-        return Err(state.failures.record(e, None));
-    }
-    let worst = state
-        .caps
-        .attempt_plan(structured, policy, 1, None)
-        .requests;
-    let reservation = match Reservation::take(state, worst, report) {
-        Ok(r) => r,
-        Err(e) => return Err(state.failures.record(e, None)),
-    };
-    let AiRequest {
-        mut wire,
-        validator,
-        ..
-    } = request;
-    if honoured {
-        wire.retry = policy.to_wire();
-    }
-    if let Some(lineage) = lineage {
-        // A host without `callAccounting` ignores the lineage fields: without these messages the
-        // retry could be the same request, and a host cache would return the same reply.
-        if state.caps.document().call_accounting.is_none() {
-            wire.messages.extend(lineage.corrective_messages());
-        }
-        wire.retry_of_attempt_id = Some(lineage.attempt_id);
-        wire.retry_reason = Some(lineage.reason);
-    }
-    let key = AttemptKey {
-        run_id: state.run_id.clone(),
-        node_id: Arc::clone(&state.node_id),
-        call_index,
-    };
-    let answer = match dispatch {
-        Dispatch::Plain => state.host.call_ai(&key, &wire).await,
-        Dispatch::Stream(sink) => state.host.call_ai_stream(&key, &wire, sink).await,
-        Dispatch::RawRetry(raw) => {
-            let mut json = wire.to_json();
-            if let Value::Object(map) = &mut json {
-                map.insert("retry".to_owned(), raw);
-            }
-            state.host.call_ai_json(&key, &json).await
-        }
-    };
-    let outcome = answer
-        .map_err(|f| (f.public, Some(f.token)))
-        .and_then(|result| check_result(&state.caps, result, structured));
-    match outcome {
-        Err((public, token)) => {
-            reservation.settle(worst, |r| r.status = public.error.as_str());
-            Err(state.failures.record(public, token))
-        }
-        Ok((attempt_id, mut result)) => {
-            let attempts = result.attempts;
-            let charged = attempts.map_or(worst, |a| a.count);
-            let data = result.data.take();
-            let content = result.content.take();
-            let invalid = |errors| InvalidOutput {
-                errors,
-                raw: match (&data, &content) {
-                    (Some(d), _) => d.clone(),
-                    (None, Some(c)) => Value::String(c.clone()),
-                    (None, None) => Value::Null,
-                },
-            };
-            let mut output = T::from_result(data.as_ref(), content.as_deref()).map_err(invalid);
-            if result.semantic_status == Some(SemanticStatus::InvalidOutput) && output.is_ok() {
-                output = Err(invalid(vec![
-                    "the host reported `semanticStatus: invalid_output`".to_owned(),
-                ]));
-            }
-            if let (Ok(value), Some(check)) = (&output, &validator)
-                && let Err(errors) = check(value)
-            {
-                output = Err(invalid(errors));
-            }
-            let valid = output.is_ok();
-            reservation.settle(charged, |r| {
-                r.requests = attempts.map(|a| a.count);
-                r.output_tokens = attempts.and_then(|a| a.output_tokens);
-                r.usage_complete = attempts.map(|a| a.usage_complete);
-                r.status = if valid { "ok" } else { "invalid_output" };
+            )
+            .with_detail("capability", "aiProviders.callAccounting.retryPolicy");
+            state.books().calls.push(CallReport {
+                status: e.error.as_str(),
+                ..report
             });
-            Ok(Completion::new(
-                attempt_id,
-                output,
-                result.usage,
-                attempts,
-                result.finish_reason,
-                result.model,
-                honoured,
-            ))
+            return Err(state.failures.record(e, None));
+        }
+        let worst = state
+            .caps
+            .attempt_plan(structured, policy, 1, None)
+            .requests;
+        let reservation = match Reservation::take(state, worst, report) {
+            Ok(r) => r,
+            Err(e) => return Err(state.failures.record(e, None)),
+        };
+        let wire = &mut request.wire;
+        let validator = &request.validator;
+        if honoured {
+            wire.retry = policy.to_wire();
+        }
+        if let Some(lineage) = lineage {
+            // A host without `callAccounting` ignores the lineage fields: without these messages the
+            // retry could be the same request, and a host cache would return the same reply.
+            if state.caps.document().call_accounting.is_none() {
+                wire.messages.extend(lineage.corrective_messages());
+            }
+            wire.retry_of_attempt_id = Some(lineage.attempt_id);
+            wire.retry_reason = Some(lineage.reason);
+        }
+        let key = AttemptKey {
+            run_id: state.run_id.clone(),
+            node_id: Arc::clone(&state.node_id),
+            call_index,
+        };
+        let answer = match dispatch {
+            Dispatch::Plain => state.host.call_ai(&key, wire).await,
+            Dispatch::Stream(sink) => state.host.call_ai_stream(&key, wire, sink).await,
+            Dispatch::RawRetry(raw) => {
+                let mut json = wire.to_json();
+                if let Value::Object(map) = &mut json {
+                    map.insert("retry".to_owned(), raw);
+                }
+                state.host.call_ai_json(&key, &json).await
+            }
+        };
+        let outcome = answer
+            .map_err(|f| (f.public, Some(f.token)))
+            .and_then(|result| check_result(&state.caps, result, structured));
+        match outcome {
+            Err((public, token)) => {
+                reservation.settle(worst, |r| r.status = public.error.as_str());
+                Err(state.failures.record(public, token))
+            }
+            Ok((attempt_id, mut result)) => {
+                let attempts = result.attempts;
+                let charged = attempts.map_or(worst, |a| a.count);
+                let data = result.data.take();
+                let content = result.content.take();
+                let invalid = |errors| InvalidOutput {
+                    errors,
+                    raw: match (&data, &content) {
+                        (Some(d), _) => d.clone(),
+                        (None, Some(c)) => Value::String(c.clone()),
+                        (None, None) => Value::Null,
+                    },
+                };
+                let mut output = T::from_result(data.as_ref(), content.as_deref()).map_err(invalid);
+                if result.semantic_status == Some(SemanticStatus::InvalidOutput) && output.is_ok() {
+                    output = Err(invalid(vec![
+                        "the host reported `semanticStatus: invalid_output`".to_owned(),
+                    ]));
+                }
+                if let (Ok(value), Some(check)) = (&output, validator)
+                    && let Err(errors) = check(value)
+                {
+                    output = Err(invalid(errors));
+                }
+                let valid = output.is_ok();
+                reservation.settle(charged, |r| {
+                    r.requests = attempts.map(|a| a.count);
+                    r.output_tokens = attempts.and_then(|a| a.output_tokens);
+                    r.usage_complete = attempts.map(|a| a.usage_complete);
+                    r.status = if valid { "ok" } else { "invalid_output" };
+                });
+                Ok(Completion::new(
+                    attempt_id,
+                    output,
+                    result.usage,
+                    attempts,
+                    result.finish_reason,
+                    result.model,
+                    honoured,
+                ))
+            }
         }
     }
 }

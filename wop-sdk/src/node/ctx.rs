@@ -87,12 +87,12 @@ impl<'run> NodeCtx<'run> {
     ///
     /// The call's index (part of its identity) is taken when the returned future is first
     /// polled: await calls in a deterministic order (sequentially, or `join!` in a fixed order).
-    pub async fn call_ai<T: Output>(
+    pub fn call_ai<T: Output>(
         &self,
         request: impl IntoCall<'run, T>,
-    ) -> Result<Completion<'run, T>, AiFailure<'run>> {
+    ) -> impl Future<Output = Result<Completion<'run, T>, AiFailure<'run>>> + '_ {
         let (request, lineage) = request.into_parts();
-        super::call::call(&self.state, request, lineage, Dispatch::Plain).await
+        super::call::call(&self.state, request, lineage, Dispatch::Plain)
     }
 
     /// Makes one streamed `ctx.callAI` call (`callAIStream`): provisional fragments while the
@@ -124,12 +124,12 @@ impl<'run> NodeCtx<'run> {
     /// refusal of a malformed policy is what gets tested (RFC 0248 §B.5). Crate-private: packs
     /// cannot send what the typed [`RetryPolicy`] refuses.
     #[doc(hidden)]
-    pub async fn call_ai_with_raw_retry<T: Output>(
+    pub fn call_ai_with_raw_retry<T: Output>(
         &self,
         request: AiRequest<T>,
         raw_retry: serde_json::Value,
-    ) -> Result<Completion<'run, T>, AiFailure<'run>> {
-        super::call::call(&self.state, request, None, Dispatch::RawRetry(raw_retry)).await
+    ) -> impl Future<Output = Result<Completion<'run, T>, AiFailure<'run>>> + '_ {
+        super::call::call(&self.state, request, None, Dispatch::RawRetry(raw_retry))
     }
 
     /// Settles a failure of this run: the host records that the pack handled it. A failure of
