@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 use wop_sdk::host::{AttemptKey, RunId};
 use wop_sdk::wire::{Event, ProviderUsage};
-use wop_sdk_host::journal::{Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunRecord};
+use wop_sdk_host::journal::{
+    Charge, Fingerprint, Journal, MemoryJournal, Outcome, RunMeta, RunRecord,
+};
 use wop_sdk_host::journal::{LogJournal, SqliteJournal};
 use wop_sdk_host::local::LocalHost;
 
@@ -45,7 +47,10 @@ async fn prefill(journal: Arc<dyn Journal>, attempts: u32) {
                 run_id: run.as_str().to_owned(),
                 owner: "bench".into(),
                 replay_of: None,
-                meta: json!({"nodeId": "main", "typeId": "community.bench.caller", "input": {}}),
+                meta: RunMeta {
+                    type_id: "community.bench.caller".into(),
+                    ..RunMeta::default()
+                },
             };
             j.begin_run(record).await.expect("run");
             for i in 0..PREFILL_CALLS_PER_RUN {

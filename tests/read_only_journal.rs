@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use wop_sdk::RunId;
 use wop_sdk::wire::Event;
-use wop_sdk_host::journal::{Journal, JournalError, RunRecord, SqliteJournal};
+use wop_sdk_host::journal::{Journal, JournalError, RunMeta, RunRecord, SqliteJournal};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -87,7 +87,7 @@ async fn record_a_run(path: &Path, run: &RunId) {
             run_id: run.as_str().to_owned(),
             owner: "owner".into(),
             replay_of: None,
-            meta: json!({"nodeId": "main"}),
+            meta: RunMeta::default(),
         })
         .await
         .expect("run");

@@ -59,7 +59,7 @@ mod tests;
 mod trace;
 mod watch;
 
-use crate::journal::Journal;
+use crate::journal::{Journal, RunMeta};
 use crate::local::{LocalHost, Provider, RunOptions, Script, ScriptedProvider};
 use args::{Cli, Command, RunArgs, command_for};
 use clap::FromArgMatches;
@@ -74,7 +74,7 @@ pub use provider::{ProviderArgs, ProviderKind, StructuredOutput, TokenField};
 pub use render::{call_summary, estimate_table};
 use render::{render_events, render_outcome};
 pub use reply::reply_line;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -319,14 +319,16 @@ async fn replay(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let record = known_run(&journal, run).await?;
-    let meta = |k: &str| record.meta.get(k).cloned();
-    let type_id = meta("typeId")
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .ok_or_else(|| CliError::failed(format!("run {run}: the journal records no `typeId`")))?;
-    let node_id = meta("nodeId")
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "main".to_owned());
-    let input = meta("input").unwrap_or(Value::Object(Map::new()));
+    let RunMeta {
+        node_id,
+        type_id,
+        input,
+    } = record.meta;
+    if type_id.is_empty() {
+        return Err(CliError::failed(format!(
+            "run {run}: the journal records no `typeId`"
+        )));
+    }
     let node = find(pack, &type_id)?;
     let progress = if json {
         Progress::hidden()

@@ -12,8 +12,6 @@ use wop_sdk::host::{BoxFuture, Host, RunId};
 use wop_sdk::node::NodeOutcome;
 use wop_sdk::wire::{ErrorCode, ErrorEnvelope};
 
-const NODE_ID: &str = "main";
-
 /// The local host prepares each run (journal, the mock's script) while `host` answers the
 /// fixture's calls and keeps its events: the local host itself, or a wrapper around it (an
 /// adapter, or a test double that alters what the local host answers).
@@ -83,12 +81,7 @@ async fn replay(local: &LocalHost, host: Arc<dyn Host>, source: &RunId) -> Obser
             };
         }
     };
-    let node_id = meta
-        .get("nodeId")
-        .and_then(Value::as_str)
-        .unwrap_or(NODE_ID)
-        .to_owned();
-    let input = meta.get("input").cloned().unwrap_or(Value::Null);
+    let (node_id, input) = (meta.node_id, meta.input);
     let recording = Arc::new(Recording::new(host));
     let outcome = local
         .replay_on(

@@ -31,6 +31,7 @@ pub use wop_sdk::wire::canonical_json;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
@@ -176,8 +177,32 @@ pub struct RunRecord {
     /// The run it replays, for a replay fork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<String>,
-    /// Free-form metadata the host keeps (node, input, script).
-    pub meta: Value,
+    /// The node the run started with and its input: what a replay runs again.
+    pub meta: RunMeta,
+}
+
+/// What the host keeps of how a run started. Stored as the JSON object `{"nodeId", "typeId",
+/// "input"}`; a key a journal lacks reads as its default (`main`, no type, `{}`), and keys it
+/// does not know are ignored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RunMeta {
+    /// The node instance id.
+    pub node_id: String,
+    /// The node's type id (empty when the journal recorded none: the run cannot be replayed).
+    pub type_id: Cow<'static, str>,
+    /// The node's input.
+    pub input: Value,
+}
+
+impl Default for RunMeta {
+    fn default() -> Self {
+        Self {
+            node_id: "main".to_owned(),
+            type_id: Cow::Borrowed(""),
+            input: Value::Object(serde_json::Map::new()),
+        }
+    }
 }
 
 /// The store behind the local host. Implementations must make [`Journal::begin`]'s write durable

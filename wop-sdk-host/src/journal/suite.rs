@@ -183,7 +183,10 @@ pub(crate) async fn runs_and_events(j: &dyn Journal) {
         run_id: "r9".into(),
         owner: "o".into(),
         replay_of: None,
-        meta: json!({"node": "x"}),
+        meta: RunMeta {
+            node_id: "x".into(),
+            ..RunMeta::default()
+        },
     };
     j.begin_run(run.clone()).await.expect("run");
     j.begin_run(run.clone()).await.expect("idempotent");

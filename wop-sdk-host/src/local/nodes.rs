@@ -3,9 +3,10 @@
 //! aborted) and readies the provider's script.
 
 use super::host::LocalHost;
-use crate::journal::RunRecord;
+use crate::journal::{RunMeta, RunRecord};
 use crate::provider::mock::Script;
-use serde_json::{Value, json};
+use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use wop_sdk::budget::BudgetStatus;
@@ -160,7 +161,11 @@ impl LocalHost {
             run_id: run_id.as_str().to_owned(),
             owner: owner.to_owned(),
             replay_of: replay_of.map(|r| r.as_str().to_owned()),
-            meta: json!({"nodeId": node_id, "typeId": node.spec().type_id, "input": input}),
+            meta: RunMeta {
+                node_id: node_id.to_owned(),
+                type_id: Cow::Borrowed(node.spec().type_id),
+                input: input.clone(),
+            },
         };
         let mut refusal = self.inner.journal.begin_run(record).await.err().map(|e| {
             ErrorEnvelope::new(

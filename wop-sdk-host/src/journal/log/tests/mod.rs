@@ -7,7 +7,7 @@ use super::*;
 mod damage;
 mod sharing;
 use crate::journal::suite::event;
-use crate::journal::{Begin, Charge, Fingerprint, Journal, Lease, Outcome, RunRecord};
+use crate::journal::{Begin, Charge, Fingerprint, Journal, Lease, Outcome, RunMeta, RunRecord};
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use wop_sdk::host::{AttemptKey, RunId};
@@ -63,7 +63,10 @@ async fn write_some(j: &LogJournal) {
         run_id: "r1".into(),
         owner: "ana".into(),
         replay_of: None,
-        meta: json!({"node": "n1"}),
+        meta: RunMeta {
+            node_id: "n1".into(),
+            ..RunMeta::default()
+        },
     })
     .await
     .expect("run");

@@ -4,7 +4,7 @@
 //! the same one after a crash) would.
 
 use super::*;
-use crate::journal::Lease;
+use crate::journal::{Lease, RunMeta};
 use std::time::Duration;
 
 /// The outcome of `k` as a second connection (another process) sees it: committed only.
@@ -71,7 +71,7 @@ async fn a_nodes_end_commits_its_last_outcome_and_the_run_record() {
         run_id: "r1".into(),
         owner: "o".into(),
         replay_of: None,
-        meta: json!({}),
+        meta: RunMeta::default(),
     };
     let start = j.commits();
     assert_eq!(j.begin_run(record).await, Ok(()));

@@ -6,7 +6,7 @@ use super::open::side_file;
 use super::schema::user_version;
 use super::*;
 use crate::journal::suite::event;
-pub(super) use crate::journal::{Begin, Charge, Fingerprint, Journal, Outcome, RunRecord};
+pub(super) use crate::journal::{Begin, Charge, Fingerprint, Journal, Outcome, RunMeta, RunRecord};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::AtomicUsize;
@@ -235,7 +235,10 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
             run_id: "r1".into(),
             owner: "o".into(),
             replay_of: None,
-            meta: json!({"node": "x"}),
+            meta: RunMeta {
+                node_id: "x".into(),
+                ..RunMeta::default()
+            },
         })
         .await
         .expect("run");
