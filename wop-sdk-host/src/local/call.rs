@@ -130,7 +130,7 @@ impl Call<'_> {
         let mut l = RetryLoop::new(
             self.plan,
             req.response_schema.clone(),
-            req.messages.as_slice(),
+            Arc::clone(&req.messages),
             cfg.nl_fallback,
             cfg.native_structured_output,
             Backoff {
