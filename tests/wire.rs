@@ -142,6 +142,19 @@ fn prompt_is_shorthand_and_unknown_top_level_fields_are_ignored() {
     );
 }
 
+#[test]
+fn shared_messages_are_written_as_a_json_array_text_for_text() {
+    let text = r#"{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hé \"q\""}],"maxTokens":64}"#;
+    let r = CallAiRequest::from_json(&serde_json::from_str(text).expect("JSON")).expect("valid");
+    assert_eq!(r.messages.len(), 2);
+    assert_eq!(serde_json::to_string(&r).expect("written"), text);
+    let copy = r.clone();
+    assert!(
+        std::sync::Arc::ptr_eq(&copy.messages, &r.messages),
+        "a copy shares them"
+    );
+}
+
 fn protocol_error(result: Value, structured: bool) -> String {
     let e = CallAiResult::from_json(&result, structured).expect_err("protocol error");
     assert_eq!(e.code, ErrorCode::ProtocolError);

@@ -177,6 +177,8 @@ fn push_u64(out: &mut String, n: u64) {
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+    use std::sync::Arc;
+    use wop_sdk::wire::Message;
     use wop_sdk::wire::canonical::canonical_json;
 
     #[test]
@@ -185,7 +187,7 @@ mod tests {
         let fa = fingerprint(&a);
         a.beneficiary_user_ids = vec!["u1".into()];
         assert_eq!(fingerprint(&a), fa);
-        a.messages[0].content.push('!');
+        a.messages = Arc::new([Message::user("hello!")]);
         assert_ne!(fingerprint(&a), fa);
         assert_eq!(Fingerprint::from_hex(&fa.to_hex()), Some(fa));
     }

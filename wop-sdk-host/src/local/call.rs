@@ -29,7 +29,8 @@ pub(crate) struct Finished {
     pub(crate) events: Vec<Event>,
 }
 
-/// The texts every provider request of this host names, unless its call names others.
+/// The texts every provider request of this host names, unless its call names others. The
+/// provider's name is also the one its calls' events name (`provider.usage` shares it).
 pub(crate) struct Names {
     pub(crate) provider: Arc<str>,
     pub(crate) model: Arc<str>,
@@ -119,18 +120,17 @@ impl Call<'_> {
         let parts = self.parts;
         let cfg = parts.config;
         let req = self.request;
-        let provider_name = parts.provider.name();
         let mut events = CallEvents::new(
             parts.live,
             &self.key.run_id,
             &self.key.node_id,
-            provider_name,
+            &parts.names.provider,
             self.key.call_index,
         );
         let mut l = RetryLoop::new(
             self.plan,
             req.response_schema.clone(),
-            req.messages.as_slice(),
+            Arc::clone(&req.messages),
             cfg.nl_fallback,
             cfg.native_structured_output,
             Backoff {

@@ -42,8 +42,10 @@ impl Live {
 pub(crate) struct CallEvents<'a> {
     live: &'a Live,
     run: &'a RunId,
-    node_id: &'a str,
-    provider: &'a str,
+    /// The call's node and its host's provider name, shared with the call: `provider.usage`
+    /// holds them by reference count.
+    node_id: &'a Arc<str>,
+    provider: &'a Arc<str>,
     /// The call's index within its node execution (`x-callIndex` of its chunks).
     call_index: u32,
     pub(crate) buffer: Vec<Event>,
@@ -53,8 +55,8 @@ impl<'a> CallEvents<'a> {
     pub(crate) fn new(
         live: &'a Live,
         run: &'a RunId,
-        node_id: &'a str,
-        provider: &'a str,
+        node_id: &'a Arc<str>,
+        provider: &'a Arc<str>,
         call_index: u32,
     ) -> Self {
         Self {
@@ -73,7 +75,7 @@ impl<'a> CallEvents<'a> {
     }
 
     fn node(&self) -> String {
-        self.node_id.to_owned()
+        String::from(&**self.node_id)
     }
 
     /// `provider.usage`: one per provider request whose reply reported both token counts (the
@@ -89,12 +91,12 @@ impl<'a> CallEvents<'a> {
             );
         };
         self.emit(Event::ProviderUsage(ProviderUsage {
-            provider: self.provider.to_owned(),
+            provider: Arc::clone(self.provider),
             model,
             input_tokens,
             output_tokens,
             total_tokens: usage.total_tokens,
-            node_id: Some(self.node()),
+            node_id: Some(Arc::clone(self.node_id)),
         }));
     }
 
@@ -137,7 +139,7 @@ impl<'a> CallEvents<'a> {
     pub(crate) fn truncated(&mut self, model: String, output_tokens: Option<u64>) {
         self.emit(Event::Truncated(Truncated {
             node_id: self.node(),
-            provider: self.provider.to_owned(),
+            provider: String::from(&**self.provider),
             model,
             stop_reason: "max_tokens".to_owned(),
             output_token_count: output_tokens,
@@ -148,7 +150,7 @@ impl<'a> CallEvents<'a> {
     pub(crate) fn refusal(&mut self, model: String) {
         self.emit(Event::Refusal(Refusal {
             node_id: self.node(),
-            provider: self.provider.to_owned(),
+            provider: String::from(&**self.provider),
             model,
         }));
     }
@@ -267,7 +269,8 @@ mod tests {
     fn every_built_event_keeps_the_payload_rules() {
         let live = Live(None);
         let run = RunId::new("local/r");
-        let mut events = CallEvents::new(&live, &run, "main", "mock", 0);
+        let (node, provider) = (Arc::from("main"), Arc::from("mock"));
+        let mut events = CallEvents::new(&live, &run, &node, &provider, 0);
         let usage = Usage {
             input_tokens: Some(3),
             output_tokens: Some(4),

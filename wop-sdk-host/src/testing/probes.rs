@@ -138,10 +138,10 @@ impl HostProbe {
             call_index: 0,
         };
         let request = CallAiRequest {
-            messages: vec![Message {
+            messages: Arc::new([Message {
                 role: Role::User,
                 content: "probe".into(),
-            }],
+            }]),
             ..CallAiRequest::default()
         };
         let _ = host.capability_document();

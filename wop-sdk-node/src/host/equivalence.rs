@@ -18,7 +18,7 @@ fn full() -> CallAiRequest {
         provider: Some("openai".into()),
         model: Some("gpt-4o-mini".into()),
         system_prompt: Some("Be brief.\n\"Quote\" \\ back".into()),
-        messages: vec![
+        messages: Arc::new([
             Message::user("Write: \"responseSchema\":0 — é ✓ \u{1}"),
             Message {
                 role: Role::Assistant,
@@ -28,7 +28,7 @@ fn full() -> CallAiRequest {
                 role: Role::System,
                 content: String::new(),
             },
-        ],
+        ]),
         temperature: Some(0.7),
         max_tokens: Some(600),
         stop_sequences: Some(vec!["\n\n".into(), "END".into()]),
@@ -50,7 +50,7 @@ fn full() -> CallAiRequest {
 
 fn minimal() -> CallAiRequest {
     CallAiRequest {
-        messages: vec![Message::user("hi")],
+        messages: Arc::new([Message::user("hi")]),
         ..CallAiRequest::default()
     }
 }

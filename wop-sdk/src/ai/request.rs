@@ -217,9 +217,26 @@ pub struct Lineage {
 }
 
 impl Lineage {
+    /// `messages` followed by the corrective messages: one new list. The request's own list
+    /// (not shared, the usual case) gives its texts to the new one; a shared one is copied.
+    pub(crate) fn append_corrective_messages(&self, messages: &mut Arc<[Message]>) {
+        let notes = self.corrective_messages();
+        *messages = match Arc::get_mut(messages) {
+            Some(own) => own
+                .iter_mut()
+                .map(|m| Message {
+                    role: m.role,
+                    content: std::mem::take(&mut m.content),
+                })
+                .chain(notes)
+                .collect(),
+            None => messages.iter().cloned().chain(notes).collect(),
+        };
+    }
+
     /// The messages that make the retry a different provider request on a host that ignores
     /// lineage (see [`AiRequest::retry_of`]).
-    pub(crate) fn corrective_messages(&self) -> Vec<Message> {
+    fn corrective_messages(&self) -> Vec<Message> {
         match &self.rejected {
             Some(invalid) => {
                 let reply = match &invalid.raw {
@@ -264,5 +281,47 @@ impl<'run, T> IntoCall<'run, T> for AiRequest<T> {
 impl<'run, T> IntoCall<'run, T> for RetryOf<'run, T> {
     fn into_parts(self) -> (AiRequest<T>, Option<Lineage>) {
         (self.request, Some(self.lineage))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Role;
+
+    fn lineage() -> Lineage {
+        Lineage {
+            attempt_id: "a-1".into(),
+            reason: RetryReason::InvalidOutput,
+            rejected: Some(InvalidOutput {
+                errors: vec!["too short".into()],
+                raw: serde_json::Value::String("draft".into()),
+            }),
+        }
+    }
+
+    #[test]
+    fn corrective_messages_follow_the_request_s_own_whether_shared_or_not() {
+        let own: Arc<[Message]> = Arc::new([Message::user("write")]);
+        let shared = Arc::clone(&own);
+        let mut messages = Arc::clone(&own);
+        lineage().append_corrective_messages(&mut messages);
+        let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
+        assert_eq!(
+            (&*messages[0].content, &*messages[1].content),
+            ("write", "draft")
+        );
+        assert_eq!(
+            *shared,
+            [Message::user("write")],
+            "a shared list is left as it was"
+        );
+        let mut alone: Arc<[Message]> = Arc::new([Message::user("write")]);
+        lineage().append_corrective_messages(&mut alone);
+        assert_eq!(
+            *alone, *messages,
+            "its own list gives its texts to the new one"
+        );
     }
 }

@@ -154,7 +154,7 @@ pub(crate) fn call<'s, 'run, T: Output>(
             // A host without `callAccounting` ignores the lineage fields: without these messages the
             // retry could be the same request, and a host cache would return the same reply.
             if state.caps.document().call_accounting.is_none() {
-                wire.messages.extend(lineage.corrective_messages());
+                lineage.append_corrective_messages(&mut wire.messages);
             }
             wire.retry_of_attempt_id = Some(lineage.attempt_id);
             wire.retry_reason = Some(lineage.reason);

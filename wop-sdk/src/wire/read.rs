@@ -2,6 +2,7 @@
 
 use super::error::WireError;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// Who sent the value: decides whether a broken rule is a `validation_error` (the pack's request)
 /// or a `protocol_error` (a host's answer).
@@ -69,6 +70,15 @@ impl<'a> Obj<'a> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.err(key, "must be a string")),
+        }
+    }
+
+    /// A string as a shared text, made once from the value's text (no `String` in between).
+    pub(crate) fn opt_shared_str(&self, key: &str) -> Result<Option<Arc<str>>, WireError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(Arc::from(s.as_str()))),
             Some(_) => Err(self.err(key, "must be a string")),
         }
     }

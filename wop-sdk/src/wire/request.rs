@@ -95,8 +95,10 @@ pub struct CallAiRequest {
     /// The system prompt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
-    /// The prompt (`prompt: "…"` on input is shorthand for one user message).
-    pub messages: Vec<Message>,
+    /// The prompt (`prompt: "…"` on input is shorthand for one user message). Shared, never
+    /// copied per attempt: a host's provider requests hold the same messages by reference count
+    /// (a retry that adds a corrective note makes a new list). Written as a JSON array.
+    pub messages: Arc<[Message]>,
     /// 0..=2.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -151,9 +153,9 @@ impl CallAiRequest {
                 .iter()
                 .enumerate()
                 .map(|(i, item)| parse_message(item, i))
-                .collect::<Result<Vec<_>, _>>()?,
+                .collect::<Result<Arc<[_]>, _>>()?,
             (Some(_), None) => return Err(obj.err("messages", "must be an array of messages")),
-            (None, Some(prompt)) => vec![Message::user(prompt)],
+            (None, Some(prompt)) => Arc::new([Message::user(prompt)]),
             (None, None) => return Err(obj.err("messages", "is required (or `prompt`)")),
         };
         if messages.is_empty() {

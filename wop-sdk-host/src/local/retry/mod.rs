@@ -46,7 +46,8 @@ pub(crate) struct RetryLoop {
     native: bool,
     schema: Option<Arc<Value>>,
     backoff: Backoff,
-    /// Shared with each provider request: a request costs no copy of them.
+    /// Shared with the call's request and each provider request: neither the loop nor a
+    /// request costs a copy of them (a corrective note or the fallback makes a new list).
     messages: Arc<[Message]>,
     budget: u32,
     /// Provider requests numbered so far (the one in flight included): what the cap bounds. A

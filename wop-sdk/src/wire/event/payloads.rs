@@ -3,11 +3,15 @@
 use super::*;
 
 /// `provider.usage`: one provider request that reported usage.
+///
+/// `provider` and `node_id` are shared texts: a host emits one per provider request and shares
+/// the names its call already holds (no copy per request); read from a journal, each is made
+/// once from the payload's text. Written as plain JSON strings.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderUsage {
     /// The provider id.
-    pub provider: String,
+    pub provider: Arc<str>,
     /// The model the provider stamped.
     pub model: String,
     /// Input tokens the provider reported.
@@ -19,7 +23,7 @@ pub struct ProviderUsage {
     pub total_tokens: Option<u64>,
     /// The node that made the call.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub node_id: Option<String>,
+    pub node_id: Option<Arc<str>>,
 }
 
 /// `envelope.retry-attempted`: the host is about to send attempt `attempt` (2..=16).

@@ -34,14 +34,16 @@ impl Event {
         };
         Ok(match kind.as_str() {
             kind::PROVIDER_USAGE => Self::ProviderUsage(ProviderUsage {
-                provider: req_str("provider")?,
+                provider: p
+                    .opt_shared_str("provider")?
+                    .ok_or_else(|| p.err("provider", "is required (a string)"))?,
                 model: req_str("model")?,
                 input_tokens: p.opt_int("inputTokens", 0, u64::MAX)?.unwrap_or(0),
                 output_tokens: p
                     .opt_int("outputTokens", 0, u64::MAX)?
                     .ok_or_else(|| p.err("outputTokens", "is required (an integer ≥ 0)"))?,
                 total_tokens: p.opt_int("totalTokens", 0, u64::MAX)?,
-                node_id: p.opt_str("nodeId")?,
+                node_id: p.opt_shared_str("nodeId")?,
             }),
             kind::RETRY_ATTEMPTED => Self::RetryAttempted(RetryAttempted {
                 node_id: req_str("nodeId")?,

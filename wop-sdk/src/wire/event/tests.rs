@@ -250,3 +250,32 @@ fn the_wrapper_is_v2_and_reads_back() {
         "payload": {"nodeId": "n", "typeId": "t.x"}}));
     assert_eq!(old.map(|e| e.sequence).ok(), Some(0));
 }
+
+#[test]
+fn provider_usage_writes_its_shared_names_as_strings_and_reads_them_back() {
+    let event = Event::ProviderUsage(ProviderUsage {
+        provider: Arc::from("mock"),
+        model: "m-1".into(),
+        input_tokens: 3,
+        output_tokens: 4,
+        total_tokens: Some(7),
+        node_id: Some(Arc::from("main")),
+    });
+    let text = event.payload_text();
+    assert_eq!(
+        text,
+        r#"{"provider":"mock","model":"m-1","inputTokens":3,"outputTokens":4,"totalTokens":7,"nodeId":"main"}"#
+    );
+    let payload: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        Event::from_parts("provider.usage", &payload).ok(),
+        Some(event)
+    );
+    let bare = json!({"provider": "p", "model": "m", "outputTokens": 1, "nodeId": null});
+    let read = Event::from_parts("provider.usage", &bare).expect("valid");
+    assert_eq!(read.node_id(), None);
+    assert_eq!(
+        read.payload_text(),
+        r#"{"provider":"p","model":"m","inputTokens":0,"outputTokens":1}"#
+    );
+}
