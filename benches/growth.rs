@@ -44,7 +44,7 @@ async fn prefill(journal: Arc<dyn Journal>, attempts: u32) {
         pending.push(tokio::spawn(async move {
             let run = RunId::new(format!("prefill-{r}"));
             let record = RunRecord {
-                run_id: run.as_str().to_owned(),
+                run_id: run.clone(),
                 owner: "bench".into(),
                 replay_of: None,
                 meta: RunMeta {

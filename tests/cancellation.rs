@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use wop_sdk::RunId;
 use wop_sdk::host::AttemptKey;
 use wop_sdk::prelude::*;
 use wop_sdk::wire::ErrorCode;
@@ -143,7 +142,7 @@ async fn an_aborted_run_leaves_nothing_behind_and_is_ambiguous_on_redelivery() {
     // The run's identity was persisted before dispatch and has no outcome: redelivering the node
     // is a terminal ambiguous failure, with no second generation and no charge.
     let runs = host.journal().runs().await.expect("runs");
-    let run = wop_sdk::RunId::new(runs[0].run_id.clone());
+    let run = runs[0].run_id.clone();
     let again = host.redeliver(&run, "main", &Waits, json!("hello")).await;
     let error = again.result.expect_err("ambiguous");
     assert_eq!(error.error, ErrorCode::UpstreamUnavailable);
@@ -182,7 +181,7 @@ async fn a_call_given_up_is_ambiguous_at_once_for_every_host_sharing_the_journal
     assert!(task.await.expect_err("aborted").is_cancelled());
 
     let runs = journal.runs().await.expect("runs");
-    let run = RunId::new(runs[0].run_id.clone());
+    let run = runs[0].run_id.clone();
     let key = AttemptKey {
         run_id: run.clone(),
         node_id: "main".into(),

@@ -84,7 +84,7 @@ async fn record_a_run(path: &Path, run: &RunId) {
     let journal = SqliteJournal::open(path).expect("open to record");
     journal
         .begin_run(RunRecord {
-            run_id: run.as_str().to_owned(),
+            run_id: run.clone(),
             owner: "owner".into(),
             replay_of: None,
             meta: RunMeta::default(),

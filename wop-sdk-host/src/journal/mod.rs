@@ -171,7 +171,7 @@ pub enum Begin {
 #[serde(rename_all = "camelCase")]
 pub struct RunRecord {
     /// The run.
-    pub run_id: String,
+    pub run_id: RunId,
     /// Who owns it (charged when a call names no beneficiary).
     pub owner: String,
     /// The run it replays, for a replay fork.

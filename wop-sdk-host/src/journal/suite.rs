@@ -180,7 +180,7 @@ pub(crate) async fn failures_and_lineage(j: &dyn Journal) {
 /// Runs, events and their order.
 pub(crate) async fn runs_and_events(j: &dyn Journal) {
     let run = RunRecord {
-        run_id: "r9".into(),
+        run_id: RunId::new("r9"),
         owner: "o".into(),
         replay_of: None,
         meta: RunMeta {
@@ -195,7 +195,7 @@ pub(crate) async fn runs_and_events(j: &dyn Journal) {
             .await
             .expect("runs")
             .iter()
-            .filter(|r| r.run_id == "r9")
+            .filter(|r| r.run_id.as_str() == "r9")
             .count(),
         1
     );

@@ -8,6 +8,7 @@ use crate::journal::{ChargeRow, Journal, JournalError};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Waker};
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId, StreamSink};
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
@@ -185,11 +186,20 @@ impl Host for Inner {
         Box::pin(std::future::ready(r))
     }
 
+    /// The event is seen live and handed to the journal now (the SDK awaits the returned future
+    /// at once: nothing is reordered). The journal's answer is polled once here: when it is
+    /// ready (the in-memory journal's always is) the future returned is an empty one, which
+    /// allocates nothing, instead of a box holding the answer.
     fn record_event<'a>(&'a self, run: &'a RunId, event: Event) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            self.live.observe(run, &event);
+        self.live.observe(run, &event);
+        let mut write = self.journal.append_event(run, event);
+        let mut cx = Context::from_waker(Waker::noop());
+        if write.as_mut().poll(&mut cx).is_ready() {
             // An event the journal cannot keep is still seen live; the run goes on.
-            let _ = self.journal.append_event(run, event).await;
+            return Box::pin(std::future::ready(()));
+        }
+        Box::pin(async move {
+            let _ = write.await;
         })
     }
 

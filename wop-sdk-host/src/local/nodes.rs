@@ -158,7 +158,7 @@ impl LocalHost {
             replay_of,
         } = start;
         let record = RunRecord {
-            run_id: run_id.as_str().to_owned(),
+            run_id: run_id.clone(),
             owner: owner.to_owned(),
             replay_of: replay_of.map(|r| r.as_str().to_owned()),
             meta: RunMeta {

@@ -138,7 +138,7 @@ impl Op<'_> {
     /// The run the write is of.
     pub(super) fn run(&self) -> &str {
         match self {
-            Op::Run { record } => &record.run_id,
+            Op::Run { record } => record.run_id.as_str(),
             Op::Begin { key, .. }
             | Op::Request { key, .. }
             | Op::Renew { key, .. }

@@ -60,8 +60,8 @@ impl Journal for LogJournal {
             Err(e) => return ready(Err(e)),
         };
         let id = run.run_id.clone();
-        self.shared.write_then(false, &id, |w| {
-            if !w.records().has_run(&run.run_id) {
+        self.shared.write_then(false, id.as_str(), |w| {
+            if !w.records().has_run(run.run_id.as_str()) {
                 w.append(&payload)?;
                 w.records().register_run(run);
             }

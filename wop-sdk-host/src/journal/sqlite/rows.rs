@@ -8,7 +8,7 @@ use crate::journal::{
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use std::time::SystemTime;
-use wop_sdk::host::AttemptKey;
+use wop_sdk::host::{AttemptKey, RunId};
 use wop_sdk::wire::{Event, rfc3339};
 
 pub(super) fn key_params(key: &AttemptKey) -> (String, String, u32) {
@@ -110,7 +110,7 @@ pub(super) fn to_run(
 ) -> Result<RunRecord, JournalError> {
     let (run_id, owner, replay_of, meta) = row;
     Ok(RunRecord {
-        run_id,
+        run_id: RunId::new(run_id),
         owner,
         replay_of,
         meta: from_json(&meta, "run metadata")?,

@@ -24,7 +24,7 @@ impl Journal for SqliteJournal {
             c.prepare_cached(
                 "INSERT OR IGNORE INTO runs (run_id, owner, replay_of, meta) VALUES (?1, ?2, ?3, ?4)",
             )
-            .and_then(|mut s| s.execute(params![run.run_id, run.owner, run.replay_of, meta]))
+            .and_then(|mut s| s.execute(params![run.run_id.as_str(), run.owner, run.replay_of, meta]))
             .map_err(sql)?;
             Ok(())
         })

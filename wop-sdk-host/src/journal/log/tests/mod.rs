@@ -60,7 +60,7 @@ fn completed(text: &str) -> Outcome {
 /// A run of two calls, one finished with a charge and an event, one in flight under a lease.
 async fn write_some(j: &LogJournal) {
     j.begin_run(RunRecord {
-        run_id: "r1".into(),
+        run_id: RunId::new("r1"),
         owner: "ana".into(),
         replay_of: None,
         meta: RunMeta {

@@ -68,7 +68,7 @@ async fn a_nodes_end_commits_its_last_outcome_and_the_run_record() {
     j.set_flush_window(Duration::from_secs(3600));
     let run = RunId::new("r1");
     let record = RunRecord {
-        run_id: "r1".into(),
+        run_id: RunId::new("r1"),
         owner: "o".into(),
         replay_of: None,
         meta: RunMeta::default(),

@@ -232,7 +232,7 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
     {
         let j = SqliteJournal::open(&path).expect("open");
         j.begin_run(RunRecord {
-            run_id: "r1".into(),
+            run_id: RunId::new("r1"),
             owner: "o".into(),
             replay_of: None,
             meta: RunMeta {
