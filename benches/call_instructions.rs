@@ -10,7 +10,9 @@
 //!
 //! Below 10 000 runs the in-memory journal keeps every run (the heap grows, and the runs are
 //! freed together when the host is dropped); past it each run ends by dropping the oldest, as a
-//! host that runs for long does: `(I(10 400) − I(10 200)) / 200` is that steady state.
+//! host that runs for long does: `(I(14 000) − I(10 000)) / 4000` is that steady state (a
+//! window of a few hundred runs there varies by thousands of instructions a run, as the
+//! journal's maps now and then rebuild themselves).
 //!
 //! `WOP_KIND`: `baseline` (the unavoidable work of a structured call only), `structured`,
 //! `plain`, `retries` (two schema-violation retries), `x16` (16 structured calls in one run).
