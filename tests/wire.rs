@@ -378,3 +378,16 @@ fn a_family_advertised_as_unsupported_contributes_nothing() {
     );
     assert!(!Capabilities::negotiate(parsed).has(Capability::Attempts));
 }
+
+#[test]
+fn a_run_id_is_written_and_read_as_its_text() {
+    let id = wop_sdk::RunId::new("local/0123456789abcdef");
+    let text = serde_json::to_string(&id).expect("serialize");
+    assert_eq!(text, r#""local/0123456789abcdef""#);
+    let back: wop_sdk::RunId = serde_json::from_str(&text).expect("deserialize");
+    assert_eq!(back, id);
+    let escaped: wop_sdk::RunId = serde_json::from_str(r#""local/a\u002fb""#).expect("escaped");
+    assert_eq!(escaped.as_str(), "local/a/b");
+    let err = serde_json::from_value::<wop_sdk::RunId>(json!(7)).expect_err("a number");
+    assert!(err.to_string().contains("a run id (a string)"), "{err}");
+}

@@ -55,7 +55,17 @@ impl serde::Serialize for RunId {
 
 impl<'de> serde::Deserialize<'de> for RunId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <std::borrow::Cow<'de, str>>::deserialize(d).map(Self::new)
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = RunId;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a run id (a string)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RunId, E> {
+                Ok(RunId::new(v))
+            }
+        }
+        d.deserialize_str(Text)
     }
 }
 
