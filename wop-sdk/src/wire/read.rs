@@ -67,18 +67,19 @@ impl<'a> Obj<'a> {
     }
 
     pub(crate) fn opt_str(&self, key: &str) -> Result<Option<String>, WireError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(self.err(key, "must be a string")),
-        }
+        Ok(self.opt_text(key)?.map(str::to_owned))
     }
 
     /// A string as a shared text, made once from the value's text (no `String` in between).
     pub(crate) fn opt_shared_str(&self, key: &str) -> Result<Option<Arc<str>>, WireError> {
+        Ok(self.opt_text(key)?.map(Arc::from))
+    }
+
+    /// A string, borrowed from the value.
+    fn opt_text(&self, key: &str) -> Result<Option<&'a str>, WireError> {
         match self.get(key) {
             None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(Arc::from(s.as_str()))),
+            Some(Value::String(s)) => Ok(Some(s)),
             Some(_) => Err(self.err(key, "must be a string")),
         }
     }

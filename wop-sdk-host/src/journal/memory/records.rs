@@ -95,7 +95,7 @@ impl Records {
         let at = self.next_run;
         let slot = match self.runs.get_mut(run.run_id.as_str()) {
             Some(slot) => slot,
-            None => self.run_mut(&run.run_id.clone()),
+            None => self.run_mut(&run.run_id),
         };
         if slot.record.is_none() {
             slot.record = Some((at, run));
