@@ -247,3 +247,47 @@ async fn an_input_that_does_not_serialize_starts_no_run() {
     assert_eq!(host.active_runs(), 0);
     assert_eq!(provider.request_count(), 0);
 }
+
+/// A node's id is one shared text: its events, its calls' `provider.usage` and its run's record
+/// hold the same one (no copy each), and a run that names no node takes the host's `main`.
+#[tokio::test]
+async fn a_nodes_events_and_its_run_record_share_one_node_id() {
+    use wop_sdk::wire::Event;
+    let (host, _) = host_with(
+        vec![
+            Step::json(&json!({"title": "A"}), 3),
+            Step::json(&json!({"title": "B"}), 3),
+        ],
+        |b| b,
+    );
+    let mut ids = Vec::new();
+    for topic in ["lamps", "keepers"] {
+        let outcome = host.run(&TypedTitle, json!({ "topic": topic })).await;
+        assert!(outcome.result.is_ok(), "{outcome:?}");
+        let log = host.events(&outcome.run_id).await;
+        let kinds: Vec<_> = log.iter().map(RunEvent::kind).collect();
+        assert_eq!(kinds, ["node.started", "provider.usage", "node.completed"]);
+        let (Event::NodeStarted(started), Event::ProviderUsage(usage), Event::NodeCompleted(done)) =
+            (&log[0].event, &log[1].event, &log[2].event)
+        else {
+            panic!("{log:?}");
+        };
+        assert_eq!(
+            (&*started.node_id, &*started.type_id),
+            ("main", "community.test.typed-title")
+        );
+        let usage_node = usage.node_id.as_ref().expect("usage names its node");
+        assert!(Arc::ptr_eq(&started.node_id, usage_node));
+        assert!(Arc::ptr_eq(&started.node_id, &done.node_id));
+        let record = host
+            .journal()
+            .run(&outcome.run_id)
+            .await
+            .expect("readable")
+            .expect("recorded");
+        assert!(Arc::ptr_eq(&started.node_id, &record.meta.node_id));
+        ids.push(Arc::clone(&started.node_id));
+    }
+    // Both runs took the host's default: one text for every run.
+    assert!(Arc::ptr_eq(&ids[0], &ids[1]));
+}

@@ -172,8 +172,8 @@ pub enum Begin {
 pub struct RunRecord {
     /// The run.
     pub run_id: RunId,
-    /// Who owns it (charged when a call names no beneficiary).
-    pub owner: String,
+    /// Who owns it (charged when a call names no beneficiary); shared with the host's copy.
+    pub owner: Arc<str>,
     /// The run it replays, for a replay fork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_of: Option<String>,
@@ -187,8 +187,8 @@ pub struct RunRecord {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RunMeta {
-    /// The node instance id.
-    pub node_id: String,
+    /// The node instance id (shared with the node's events).
+    pub node_id: Arc<str>,
     /// The node's type id (empty when the journal recorded none: the run cannot be replayed).
     pub type_id: Cow<'static, str>,
     /// The node's input.
@@ -198,7 +198,7 @@ pub struct RunMeta {
 impl Default for RunMeta {
     fn default() -> Self {
         Self {
-            node_id: "main".to_owned(),
+            node_id: Arc::from("main"),
             type_id: Cow::Borrowed(""),
             input: Value::Object(serde_json::Map::new()),
         }

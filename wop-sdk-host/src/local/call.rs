@@ -29,11 +29,16 @@ pub(crate) struct Finished {
     pub(crate) events: Vec<Event>,
 }
 
-/// The texts every provider request of this host names, unless its call names others. The
-/// provider's name is also the one its calls' events name (`provider.usage` shares it).
+/// The texts this host names by default, held once and shared. The provider and model every
+/// provider request names unless its call names others (the provider's is also the one its
+/// calls' events name: `provider.usage` shares it); the owner and node id a run takes unless
+/// its options name others (its record and its node's events share them).
 pub(crate) struct Names {
     pub(crate) provider: Arc<str>,
     pub(crate) model: Arc<str>,
+    pub(crate) owner: Arc<str>,
+    /// `main`.
+    pub(crate) node: Arc<str>,
 }
 
 /// The parts of the local host a dispatch uses.

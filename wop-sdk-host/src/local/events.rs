@@ -74,8 +74,9 @@ impl<'a> CallEvents<'a> {
         self.buffer.push(event);
     }
 
-    fn node(&self) -> String {
-        String::from(&**self.node_id)
+    /// The node's id, shared with the call's key.
+    fn node(&self) -> Arc<str> {
+        Arc::clone(self.node_id)
     }
 
     /// `provider.usage`: one per provider request whose reply reported both token counts (the
@@ -96,7 +97,7 @@ impl<'a> CallEvents<'a> {
             input_tokens,
             output_tokens,
             total_tokens: usage.total_tokens,
-            node_id: Some(Arc::clone(self.node_id)),
+            node_id: Some(self.node()),
         }));
     }
 

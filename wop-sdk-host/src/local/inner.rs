@@ -49,6 +49,8 @@ impl Inner {
             names: Names {
                 provider: Arc::from(provider.name()),
                 model: Arc::from(config.default_model.as_str()),
+                owner: Arc::from(config.default_owner.as_str()),
+                node: Arc::from("main"),
             },
             runs: Runs::new(
                 config.max_concurrent_generations,

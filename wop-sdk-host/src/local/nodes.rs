@@ -29,8 +29,8 @@ pub struct RunOptions {
 
 struct Start<'a> {
     run_id: &'a RunId,
-    node_id: &'a str,
-    owner: &'a str,
+    node_id: &'a Arc<str>,
+    owner: &'a Arc<str>,
     replay_of: Option<&'a RunId>,
 }
 
@@ -118,19 +118,21 @@ impl LocalHost {
             script,
         } = options;
         let run_id = run_id.unwrap_or_else(|| self.new_run_id());
-        let node_id = node_id.as_deref().unwrap_or("main");
-        let owner = owner.as_deref().unwrap_or(&self.inner.config.default_owner);
+        // The host's shared defaults unless the options name others (then made shared once).
+        let names = &self.inner.names;
+        let node_id = node_id.map_or_else(|| Arc::clone(&names.node), Arc::from);
+        let owner = owner.map_or_else(|| Arc::clone(&names.owner), Arc::from);
         let start = Start {
             run_id: &run_id,
-            node_id,
-            owner,
+            node_id: &node_id,
+            owner: &owner,
             replay_of: None,
         };
         let charged = self.charged_generations(&run_id).await;
         let active =
             self.inner
                 .runs
-                .activate(self.inner.journal.as_ref(), &run_id, owner, None, charged);
+                .activate(self.inner.journal.as_ref(), &run_id, &owner, None, charged);
         let (outcome, started) = match self.prepare(start, node, &input, script).await {
             Some(refused) => (refused, false),
             None => (
@@ -159,10 +161,10 @@ impl LocalHost {
         } = start;
         let record = RunRecord {
             run_id: run_id.clone(),
-            owner: owner.to_owned(),
+            owner: Arc::clone(owner),
             replay_of: replay_of.map(|r| r.as_str().to_owned()),
             meta: RunMeta {
-                node_id: node_id.to_owned(),
+                node_id: Arc::clone(node_id),
                 type_id: Cow::Borrowed(node.spec().type_id),
                 input: input.clone(),
             },
@@ -189,12 +191,12 @@ impl LocalHost {
         }
         let error = refusal?;
         let result = Err(error);
-        let event = wop_sdk::node::ended(node_id, &result);
+        let event = wop_sdk::node::ended(Arc::clone(node_id), &result);
         self.inner.live.observe(run_id, &event);
         let _ = self.inner.journal.append_event(run_id, event).await;
         Some(NodeOutcome {
             run_id: run_id.clone(),
-            node_id: node_id.to_owned(),
+            node_id: String::from(&**node_id),
             result,
             calls: Vec::new(),
             budget: BudgetStatus::default(),
@@ -213,7 +215,7 @@ impl LocalHost {
     ) -> NodeOutcome {
         let (owner, replay_of) = match self.inner.journal.run(run_id).await {
             Ok(Some(r)) => (r.owner, r.replay_of.map(RunId::new)),
-            _ => (self.inner.config.default_owner.clone(), None),
+            _ => (Arc::clone(&self.inner.names.owner), None),
         };
         let charged = self.charged_generations(run_id).await;
         let active = self.inner.runs.activate(
@@ -284,11 +286,12 @@ impl LocalHost {
                     budget: BudgetStatus::default(),
                 };
             }
-            Err(_) => self.inner.config.default_owner.clone(),
+            Err(_) => Arc::clone(&self.inner.names.owner),
         };
+        let node_id = Arc::from(node_id);
         let start = Start {
             run_id: &fork,
-            node_id,
+            node_id: &node_id,
             owner: &owner,
             replay_of: Some(source),
         };

@@ -11,6 +11,7 @@ use crate::host::{Host, RunId};
 use crate::wire::{ErrorCode, ErrorEnvelope, Event, NodeCompleted, NodeFailed, NodeStarted};
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::sync::Arc;
 use tracing::Instrument as _;
 use tracing::field::Empty;
@@ -45,17 +46,31 @@ fn ser_run<S: serde::Serializer>(r: &RunId, s: S) -> Result<S::Ok, S::Error> {
 /// The execution runs in a `wop.node` span (`wop.run_id`, `wop.node_id`, `wop.type_id`; at the
 /// end `wop.outcome`, `completed` or `failed`, and for a failure `error.type`, its code), the
 /// parent of its calls' spans.
-pub async fn execute(
+///
+/// `node_id` is made a shared text once (pass an `Arc<str>` to share one the caller holds): the
+/// node's events, its calls' keys and the outcome all hold it.
+pub fn execute<'a>(
     host: Arc<dyn Host>,
     run_id: RunId,
-    node_id: &str,
+    node_id: impl Into<Arc<str>>,
+    node: &'a dyn DynNode,
+    input: Value,
+) -> impl Future<Output = NodeOutcome> + 'a {
+    execute_shared(host, run_id, node_id.into(), node, input)
+}
+
+/// [`execute`] with the node's id made shared (one body, whatever the caller passed).
+async fn execute_shared(
+    host: Arc<dyn Host>,
+    run_id: RunId,
+    node_id: Arc<str>,
     node: &dyn DynNode,
     input: Value,
 ) -> NodeOutcome {
     let span = tracing::info_span!(
         "wop.node",
         wop.run_id = %run_id,
-        wop.node_id = node_id,
+        wop.node_id = &*node_id,
         wop.type_id = node.spec().type_id,
         wop.outcome = Empty,
         error.type = Empty,
@@ -78,7 +93,7 @@ pub async fn execute(
 async fn execute_in(
     host: Arc<dyn Host>,
     run_id: RunId,
-    node_id: &str,
+    node_id: Arc<str>,
     node: &dyn DynNode,
     input: Value,
 ) -> NodeOutcome {
@@ -87,8 +102,8 @@ async fn execute_in(
     host.record_event(
         &run_id,
         Event::NodeStarted(NodeStarted {
-            node_id: node_id.to_owned(),
-            type_id: spec.type_id.to_owned(),
+            node_id: Arc::clone(&node_id),
+            type_id: Cow::Borrowed(spec.type_id),
             attempt: None,
         }),
     )
@@ -96,7 +111,7 @@ async fn execute_in(
     let state = Arc::new(RunState::new(
         Arc::clone(&host),
         run_id.clone(),
-        Arc::from(node_id),
+        Arc::clone(&node_id),
         caps,
         spec.retry,
         spec.max_calls,
@@ -135,12 +150,13 @@ async fn execute_in(
         }
     };
     state.failures.settle_remaining().await;
-    host.record_event(&run_id, ended(node_id, &result)).await;
+    host.record_event(&run_id, ended(Arc::clone(&node_id), &result))
+        .await;
     // The node has ended: its call reports move into the outcome.
     let mut books = state.books();
     NodeOutcome {
         run_id,
-        node_id: node_id.to_owned(),
+        node_id: String::from(&*node_id),
         result,
         calls: std::mem::take(&mut books.calls),
         budget: books.budget,
@@ -148,15 +164,16 @@ async fn execute_in(
 }
 
 /// `node.completed` with the output's ports, or `node.failed` with the public error.
-pub fn ended(node_id: &str, result: &Result<Value, ErrorEnvelope>) -> Event {
+pub fn ended(node_id: impl Into<Arc<str>>, result: &Result<Value, ErrorEnvelope>) -> Event {
+    let node_id = node_id.into();
     match result {
         Ok(output) => Event::NodeCompleted(NodeCompleted {
-            node_id: node_id.to_owned(),
+            node_id,
             outputs: NodeCompleted::ports(output.clone()),
             duration_ms: None,
         }),
         Err(error) => Event::NodeFailed(NodeFailed {
-            node_id: node_id.to_owned(),
+            node_id,
             error: error.into(),
             attempts: None,
         }),

@@ -1,9 +1,10 @@
-//! A run's calls in the in-memory journal, by node instance and then call index: a short list of
-//! nodes, each with its calls sorted by index. A run has a few nodes and its calls arrive in
-//! index order, so a lookup is a short scan and a binary search, an insert is a push, and a run
-//! of one call holds two small allocations rather than two hash tables.
+//! A run's calls in the in-memory journal: one list sorted by call index and then node instance.
+//! A run's calls arrive in index order, so a lookup is a binary search that compares integers
+//! (a node id only between calls of one index), an insert is usually a push, and a run of one
+//! call holds one allocation.
 
 use super::super::{Charge, Entry, Lease};
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// One call: its identity and outcome, its charge, and its lease while it is in flight.
@@ -15,64 +16,57 @@ pub(super) struct Call {
     pub(super) lease: Option<Box<Lease>>,
 }
 
-/// A node's calls, sorted by index.
-type NodeCalls = Vec<(u32, Call)>;
-
 /// The calls of one run.
 #[derive(Default)]
 pub(super) struct RunCalls {
-    /// Each node's id shared with the calls' keys (`AttemptKey::node_id`), not copied.
-    nodes: Vec<(Arc<str>, NodeCalls)>,
+    /// Sorted by index and then node id; each node id shared with the calls' keys
+    /// (`AttemptKey::node_id`), not copied.
+    calls: Vec<(Arc<str>, u32, Call)>,
 }
 
 impl RunCalls {
-    fn node(&self, node: &str) -> Option<&[(u32, Call)]> {
-        self.nodes
-            .iter()
-            .find(|(n, _)| **n == *node)
-            .map(|(_, calls)| calls.as_slice())
+    fn find(&self, node: &str, index: u32) -> Result<usize, usize> {
+        self.calls
+            .binary_search_by(|(n, i, _)| match i.cmp(&index) {
+                Ordering::Equal => (**n).cmp(node),
+                other => other,
+            })
     }
 
     pub(super) fn get(&self, node: &str, index: u32) -> Option<&Call> {
-        let calls = self.node(node)?;
-        let at = calls.binary_search_by_key(&index, |(i, _)| *i).ok()?;
-        Some(&calls[at].1)
+        let at = self.find(node, index).ok()?;
+        Some(&self.calls[at].2)
     }
 
     pub(super) fn get_mut(&mut self, node: &str, index: u32) -> Option<&mut Call> {
-        let (_, calls) = self.nodes.iter_mut().find(|(n, _)| **n == *node)?;
-        let at = calls.binary_search_by_key(&index, |(i, _)| *i).ok()?;
-        Some(&mut calls[at].1)
+        let at = self.find(node, index).ok()?;
+        Some(&mut self.calls[at].2)
     }
 
-    /// Adds a call that is not there yet (the caller looked).
+    /// Adds a call (replacing one with the same node and index: the caller looked first).
     pub(super) fn insert(&mut self, node: &Arc<str>, index: u32, call: Call) {
-        let at = match self.nodes.iter().position(|(n, _)| *n == *node) {
-            Some(at) => at,
-            None => {
-                self.nodes.push((Arc::clone(node), Vec::with_capacity(1)));
-                self.nodes.len() - 1
+        match self.find(node, index) {
+            Ok(found) => self.calls[found].2 = call,
+            Err(slot) => {
+                if self.calls.capacity() == 0 {
+                    // Most runs make one call: room for it alone.
+                    self.calls.reserve_exact(1);
+                }
+                self.calls.insert(slot, (Arc::clone(node), index, call));
             }
-        };
-        let calls = &mut self.nodes[at].1;
-        match calls.binary_search_by_key(&index, |(i, _)| *i) {
-            Ok(found) => calls[found] = (index, call),
-            Err(slot) => calls.insert(slot, (index, call)),
         }
     }
 
     /// How many calls the run holds.
     pub(super) fn len(&self) -> usize {
-        self.nodes.iter().map(|(_, calls)| calls.len()).sum()
+        self.calls.len()
     }
 
-    /// Every call, with its node and index.
+    /// Every call, with its node and index, by index and then node.
     pub(super) fn iter(&self) -> impl Iterator<Item = (&str, u32, &Call)> {
-        self.nodes.iter().flat_map(|(node, calls)| {
-            calls
-                .iter()
-                .map(move |(index, call)| (&**node, *index, call))
-        })
+        self.calls
+            .iter()
+            .map(|(node, index, call)| (&**node, *index, call))
     }
 }
 
@@ -114,7 +108,7 @@ mod tests {
         let listed: Vec<_> = calls.iter().map(|(n, i, _)| (n.to_owned(), i)).collect();
         assert_eq!(
             listed,
-            [("a", 0), ("a", 1), ("a", 2), ("a", 9), ("b", 0)].map(|(n, i)| (n.to_owned(), i))
+            [("a", 0), ("b", 0), ("a", 1), ("a", 2), ("a", 9)].map(|(n, i)| (n.to_owned(), i))
         );
     }
 }

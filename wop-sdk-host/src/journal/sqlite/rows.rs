@@ -111,7 +111,7 @@ pub(super) fn to_run(
     let (run_id, owner, replay_of, meta) = row;
     Ok(RunRecord {
         run_id: RunId::new(run_id),
-        owner,
+        owner: owner.into(),
         replay_of,
         meta: from_json(&meta, "run metadata")?,
     })

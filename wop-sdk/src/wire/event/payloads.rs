@@ -1,4 +1,8 @@
 //! The payload of each event type this SDK writes and reads, as the v2 payload schemas say.
+//!
+//! A payload's `node_id` is a shared text ([`Arc<str>`]): a node execution makes its id once and
+//! every event it writes shares it (no copy per event); read from a journal, each is made once
+//! from the payload's text. Written as plain JSON strings.
 
 use super::*;
 
@@ -31,7 +35,7 @@ pub struct ProviderUsage {
 #[serde(rename_all = "camelCase")]
 pub struct RetryAttempted {
     /// The node whose call is retried.
-    pub node_id: String,
+    pub node_id: Arc<str>,
     /// The attempt about to be made (1-based; the first attempt emits nothing).
     pub attempt: u32,
     /// Why the prior attempt failed: one of `wop_sdk::rules::sets::ENVELOPE_FAILURE_REASONS` or a
@@ -47,7 +51,7 @@ pub struct RetryAttempted {
 #[serde(rename_all = "camelCase")]
 pub struct RetryExhausted {
     /// The node whose call failed.
-    pub node_id: String,
+    pub node_id: Arc<str>,
     /// Provider requests the call made (at least 1).
     pub total_attempts: u32,
     /// Why the last attempt failed (same values as [`RetryAttempted::reason`]).
@@ -62,7 +66,7 @@ pub struct RetryExhausted {
 #[serde(rename_all = "camelCase")]
 pub struct Truncated {
     /// The node whose call was cut.
-    pub node_id: String,
+    pub node_id: Arc<str>,
     /// The provider id.
     pub provider: String,
     /// The model.
@@ -80,7 +84,7 @@ pub struct Truncated {
 #[serde(rename_all = "camelCase")]
 pub struct Refusal {
     /// The node whose call was refused.
-    pub node_id: String,
+    pub node_id: Arc<str>,
     /// The provider id.
     pub provider: String,
     /// The model.
@@ -92,7 +96,7 @@ pub struct Refusal {
 #[serde(rename_all = "camelCase")]
 pub struct NlToFormatEngaged {
     /// The node whose call falls back.
-    pub node_id: String,
+    pub node_id: Arc<str>,
     /// The envelope the original attempts tried to emit.
     pub original_envelope_type: String,
     /// Secondary calls used to reformat (at least 1).
@@ -105,9 +109,9 @@ pub struct NlToFormatEngaged {
 #[serde(rename_all = "camelCase")]
 pub struct NodeStarted {
     /// The node.
-    pub node_id: String,
-    /// Its type id.
-    pub type_id: String,
+    pub node_id: Arc<str>,
+    /// Its type id (borrowed from the node's spec when a host writes it).
+    pub type_id: Cow<'static, str>,
     /// Zero-based retry counter of the node, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
@@ -118,7 +122,7 @@ pub struct NodeStarted {
 #[serde(rename_all = "camelCase")]
 pub struct NodeCompleted {
     /// The node.
-    pub node_id: String,
+    pub node_id: Arc<str>,
     /// The output ports: a node whose output is a JSON object writes one port per key; any
     /// other output is the single port [`OUTPUT_PORT`].
     pub outputs: Map<String, Value>,
@@ -168,7 +172,7 @@ impl From<&ErrorEnvelope> for EventError {
 #[serde(rename_all = "camelCase")]
 pub struct NodeFailed {
     /// The node.
-    pub node_id: String,
+    pub node_id: Arc<str>,
     /// Why it failed.
     pub error: EventError,
     /// Node attempts made, when known.

@@ -14,6 +14,10 @@ impl Event {
             p.opt_str(key)?
                 .ok_or_else(|| p.err(key, "is required (a string)"))
         };
+        let node_id = || {
+            p.opt_shared_str("nodeId")?
+                .ok_or_else(|| p.err("nodeId", "is required (a string)"))
+        };
         let int = |key: &str, min: u64| {
             p.opt_int(key, min, u64::from(u32::MAX))
                 .map(|n| n.and_then(|n| u32::try_from(n).ok()))
@@ -46,7 +50,7 @@ impl Event {
                 node_id: p.opt_shared_str("nodeId")?,
             }),
             kind::RETRY_ATTEMPTED => Self::RetryAttempted(RetryAttempted {
-                node_id: req_str("nodeId")?,
+                node_id: node_id()?,
                 attempt: int("attempt", 1)?
                     .filter(|a| *a <= 16)
                     .ok_or_else(|| p.err("attempt", "is required (an integer in 1..=16)"))?,
@@ -54,7 +58,7 @@ impl Event {
                 previous_error: p.opt_str("previousError")?,
             }),
             kind::RETRY_EXHAUSTED => Self::RetryExhausted(RetryExhausted {
-                node_id: req_str("nodeId")?,
+                node_id: node_id()?,
                 total_attempts: int("totalAttempts", 1)?
                     .ok_or_else(|| p.err("totalAttempts", "is required (an integer ≥ 1)"))?,
                 final_reason: reason("finalReason")?,
@@ -72,7 +76,7 @@ impl Event {
                     ));
                 }
                 Self::Truncated(Truncated {
-                    node_id: req_str("nodeId")?,
+                    node_id: node_id()?,
                     provider: req_str("provider")?,
                     model: req_str("model")?,
                     stop_reason,
@@ -80,18 +84,18 @@ impl Event {
                 })
             }
             kind::REFUSAL => Self::Refusal(Refusal {
-                node_id: req_str("nodeId")?,
+                node_id: node_id()?,
                 provider: req_str("provider")?,
                 model: req_str("model")?,
             }),
             kind::NL_TO_FORMAT_ENGAGED => Self::NlToFormatEngaged(NlToFormatEngaged {
-                node_id: req_str("nodeId")?,
+                node_id: node_id()?,
                 original_envelope_type: req_str("originalEnvelopeType")?,
                 fallback_calls: int("fallbackCalls", 1)?,
             }),
             kind::NODE_STARTED => Self::NodeStarted(NodeStarted {
-                node_id: req_str("nodeId")?,
-                type_id: req_str("typeId")?,
+                node_id: node_id()?,
+                type_id: req_str("typeId")?.into(),
                 attempt: int("attempt", 0)?,
             }),
             kind::NODE_COMPLETED => {
@@ -105,7 +109,7 @@ impl Event {
                     None => Map::new(),
                 };
                 Self::NodeCompleted(NodeCompleted {
-                    node_id: req_str("nodeId")?,
+                    node_id: node_id()?,
                     outputs,
                     duration_ms: p.opt_int("durationMs", 0, u64::MAX)?,
                 })
@@ -127,7 +131,7 @@ impl Event {
                     return Err(e.err("message", "is required (a non-empty string)"));
                 }
                 Self::NodeFailed(NodeFailed {
-                    node_id: req_str("nodeId")?,
+                    node_id: node_id()?,
                     error: EventError {
                         code,
                         message,

@@ -157,7 +157,7 @@ fn a_built_event_is_checked_against_the_payload_rules() {
         ),
         (
             Event::NodeStarted(NodeStarted {
-                node_id: String::new(),
+                node_id: "".into(),
                 type_id: "c.x".into(),
                 attempt: None,
             }),

@@ -108,7 +108,7 @@ async fn write_some(j: &LogJournal) {
 async fn check_some(j: &dyn Journal, calls: u64) {
     let runs = j.runs().await.expect("runs");
     assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0].owner, "ana");
+    assert_eq!(&*runs[0].owner, "ana");
     let fp = Fingerprint([7; 32]);
     assert_eq!(
         j.begin(&key("r1", 0), &fp, "x").await,
