@@ -48,7 +48,7 @@ fn ser_run<S: serde::Serializer>(r: &RunId, s: S) -> Result<S::Ok, S::Error> {
 /// parent of its calls' spans.
 ///
 /// `node_id` is made a shared text once (pass an `Arc<str>` to share one the caller holds): the
-/// node's events, its calls' keys and the outcome all hold it.
+/// node's events and its calls' keys share it; the outcome has its own `String`.
 pub fn execute<'a>(
     host: Arc<dyn Host>,
     run_id: RunId,
