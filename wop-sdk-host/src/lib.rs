@@ -67,6 +67,7 @@
 
 #![warn(missing_docs)]
 
+mod answers;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;

@@ -29,6 +29,7 @@ pub use memory::{MemoryJournal, Retention};
 pub use sqlite::{DEFAULT_FLUSH_WINDOW, SqliteJournal};
 pub use wop_sdk::wire::canonical_json;
 
+use crate::answers::ready;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -279,7 +280,7 @@ pub trait Journal: Send + Sync {
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<bool, JournalError>> {
         let _ = (key, lease);
-        Box::pin(std::future::ready(Ok(false)))
+        ready(Ok(false))
     }
 
     /// The lease on an unfinished call, if any.
@@ -288,7 +289,7 @@ pub trait Journal: Send + Sync {
         key: &'a AttemptKey,
     ) -> BoxFuture<'a, Result<Option<Lease>, JournalError>> {
         let _ = key;
-        Box::pin(std::future::ready(Ok(None)))
+        ready(Ok(None))
     }
 
     /// Records that provider request number `n` (from 1) of the call is about to be sent with

@@ -4,12 +4,12 @@
 use super::config::LocalConfig;
 use super::diagnostics::Diagnostic;
 use super::inner::Inner;
+use crate::answers::{constant, ready};
 use crate::journal::{ChargeRow, Journal, JournalError};
 use std::collections::HashMap;
 use std::fmt;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use wop_sdk::host::{AttemptKey, BoxFuture, FailureToken, Host, HostFailure, RunId, StreamSink};
 use wop_sdk::wire::{
     CallAiRequest, CallAiResult, CapabilityDocument, ErrorEnvelope, Event, RunEvent,
@@ -184,7 +184,7 @@ impl Host for Inner {
                 "is not a failure of this run",
             ))
         };
-        Box::pin(std::future::ready(r))
+        ready(r)
     }
 
     /// The event is seen live and handed to the journal now (the SDK awaits the returned future
@@ -197,7 +197,7 @@ impl Host for Inner {
         let mut cx = Context::from_waker(Waker::noop());
         if write.as_mut().poll(&mut cx).is_ready() {
             // An event the journal cannot keep is still seen live; the run goes on.
-            return Box::pin(Written);
+            return constant(|| ());
         }
         Box::pin(async move {
             let _ = write.await;
@@ -206,17 +206,5 @@ impl Host for Inner {
 
     fn events<'a>(&'a self, run: &'a RunId) -> BoxFuture<'a, Vec<RunEvent>> {
         Box::pin(async move { self.journal.events(run).await.unwrap_or_default() })
-    }
-}
-
-/// An event the journal has already kept: a future ready at once and of no size, so its box
-/// allocates nothing (`std::future::ready(())` is one byte).
-struct Written;
-
-impl Future for Written {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-        Poll::Ready(())
     }
 }

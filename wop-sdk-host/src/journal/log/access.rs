@@ -8,6 +8,7 @@ use super::index::Index;
 use super::open::{self, apply};
 use super::ops;
 use super::state::{Log, io, lock};
+use crate::answers::ready;
 use crate::journal::JournalError;
 use crate::journal::memory::Records;
 use std::os::unix::fs::FileExt;
@@ -251,11 +252,11 @@ impl Shared {
     ) -> BoxFuture<'static, Result<T, JournalError>> {
         let (answer, end) = match self.write(run, write) {
             Ok(done) => done,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
+            Err(e) => return ready(Err(e)),
         };
         let durable = durable || self.syncs.window().is_zero();
         if !durable {
-            return Box::pin(std::future::ready(Ok(answer)));
+            return ready(Ok(answer));
         }
         let settled = self.syncs.settle(&self.file, end);
         Box::pin(async move { settled.await.map(|()| answer) })

@@ -4,6 +4,7 @@
 
 use super::LogJournal;
 use super::ops::{EventRecord, Key, Op, encode};
+use crate::answers::ready;
 use crate::journal::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
     checked,
@@ -11,10 +12,6 @@ use crate::journal::{
 use std::borrow::Cow;
 use wop_sdk::host::{AttemptKey, BoxFuture, RunId};
 use wop_sdk::wire::{Event, RunEvent};
-
-fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, T> {
-    Box::pin(std::future::ready(v))
-}
 
 impl LogJournal {
     /// `begin`, with `requests` announced with the identity and its lease: durable.

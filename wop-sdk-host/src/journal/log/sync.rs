@@ -8,6 +8,7 @@
 //! that arrive during a sync are made durable together by the next one, which begins as soon as
 //! the last ends. The disk then syncs back to back while the runtime's workers run the callers.
 
+use crate::answers::ready;
 use crate::journal::JournalError;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -121,10 +122,10 @@ impl Syncs {
     ) -> BoxFuture<'static, Result<(), JournalError>> {
         let mut s = self.lock();
         if let Some(e) = self.failed.get() {
-            return Box::pin(std::future::ready(Err(e.clone())));
+            return ready(Err(e.clone()));
         }
         if s.durable >= end {
-            return Box::pin(std::future::ready(Ok(())));
+            return ready(Ok(()));
         }
         let others = self.in_flight.fetch_add(1, Ordering::SeqCst) > 0;
         if s.syncing || others {
@@ -141,7 +142,7 @@ impl Syncs {
         drop(s);
         let result = self.lead(file, true);
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        Box::pin(std::future::ready(result))
+        ready(result)
     }
 
     /// Syncs until no durable write waits (the caller set `syncing`); clears `syncing`. A

@@ -14,7 +14,8 @@ pub use retention::Retention;
 use super::{
     Begin, Charge, ChargeRow, Entry, Fingerprint, Journal, JournalError, Lease, Outcome, RunRecord,
 };
-use answers::{begun, done, ready};
+use crate::answers::ready;
+use answers::{begun, done};
 use retention::Ended;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;

@@ -6,6 +6,7 @@ use super::rows::{
     Finish, StoredEvent, begin_in, from_json, key_params, parse_fingerprint, push_event, read_call,
     read_lease, read_run, record_request_in, to_json, to_run, to_u64,
 };
+use crate::answers::ready;
 
 use super::errors::sql;
 use super::task::Durability;
@@ -152,7 +153,7 @@ impl Journal for SqliteJournal {
         let key = key.clone();
         let finish = match Finish::new(&outcome, charge.as_ref(), events) {
             Ok(finish) => finish,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
+            Err(e) => return ready(Err(e)),
         };
         // Deferred: the next call's identity, or the node's end, commits it (see the module).
         // Without events it is one statement (the row's update), which needs no savepoint.
@@ -226,7 +227,7 @@ impl Journal for SqliteJournal {
         };
         let stored = match StoredEvent::new(event) {
             Ok(stored) => stored,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
+            Err(e) => return ready(Err(e)),
         };
         // One statement writes (the insert; the sequence is read before it).
         self.submit_one_write(durability, move |c| push_event(c, &run, &stored))
