@@ -278,3 +278,59 @@ async fn a_finished_call_is_recorded_byte_for_byte_after_reopen() {
     drop(j);
     cleanup(&path);
 }
+
+/// A run's metadata is stored as the object `{"nodeId", "typeId", "input"}`, and one a journal
+/// wrote before `RunMeta` (other keys, or keys missing) reads back with the defaults.
+#[tokio::test]
+async fn run_metadata_is_three_keys_and_older_forms_read_with_their_defaults() {
+    let path = temp_path("run-meta");
+    {
+        let j = SqliteJournal::open(&path).expect("open");
+        let meta = RunMeta {
+            node_id: "n1".into(),
+            type_id: "c.x".into(),
+            input: json!({"a": 1}),
+        };
+        j.begin_run(RunRecord {
+            run_id: RunId::new("r1"),
+            owner: "o".into(),
+            replay_of: None,
+            meta,
+        })
+        .await
+        .expect("run");
+    }
+    let c = Connection::open(&path).expect("plain open");
+    let stored: String = c
+        .query_row("SELECT meta FROM runs WHERE run_id = 'r1'", [], |r| {
+            r.get(0)
+        })
+        .expect("meta");
+    let stored: Value = serde_json::from_str(&stored).expect("json");
+    assert_eq!(
+        stored,
+        json!({"nodeId": "n1", "typeId": "c.x", "input": {"a": 1}})
+    );
+    c.execute_batch(
+        "INSERT INTO runs (run_id, owner, replay_of, meta) VALUES \
+         ('old', 'o', NULL, '{\"nodeId\": \"draft-1\", \"script\": [\"x\"]}'), \
+         ('bare', 'o', NULL, '{}')",
+    )
+    .expect("older rows");
+    drop(c);
+    let j = SqliteJournal::open(&path).expect("reopen");
+    let read = |id: &str| {
+        let j = &j;
+        let id = RunId::new(id);
+        async move { j.run(&id).await.expect("read").expect("recorded").meta }
+    };
+    let old = read("old").await;
+    assert_eq!(
+        (&*old.node_id, &*old.type_id, &old.input),
+        ("draft-1", "", &json!({}))
+    );
+    assert_eq!(read("bare").await, RunMeta::default());
+    assert_eq!(&*RunMeta::default().node_id, "main");
+    drop(j);
+    cleanup(&path);
+}
