@@ -1,5 +1,6 @@
-//! Answers that are ready when asked, boxed as the `Host` and `Journal` traits return them. An answer that carries nothing (`()`,
-//! `Ok(())`, another constant) is a future of no size, so its box allocates nothing.
+//! Answers that are ready when asked, boxed as the `Host` and `Journal` traits return them. An
+//! answer that carries nothing (`()`, `Ok(())`, another constant) is a future of no size, so its
+//! box allocates nothing.
 
 use std::future::Future;
 use std::pin::Pin;

@@ -6,12 +6,14 @@
 //!
 //! - [`local`]: the embedded local host, which behaves like a production OpenWOP host (the retry
 //!   loop, RFC 0248 accounting, events, replay forks, ceilings, the billing ledger);
-//! - [`journal`]: where attempt identities live (SQLite, feature `sqlite`; in memory);
+//! - [`journal`]: where attempt identities live (SQLite, feature `sqlite`; a log of checksummed
+//!   records; in memory);
 //! - [`provider`]: the [`provider::Provider`] trait the local host calls, the scripted provider
 //!   ([`provider::mock`]) and the OpenAI-compatible one ([`provider::openai`], feature `openai`).
 //!   Providers know nothing of the host;
 //! - [`conformance`]: the RFC 0248 legs and judges, against any [`wop_sdk::host::Host`];
 //! - [`pack`]: the folder a host that loads JavaScript packs (openwop-app) mounts;
+//! - [`testing`]: doubles for a pack's or a wrapper's tests (a provider from a closure, probes);
 //! - [`cli`]: the pack command line (feature `cli`).
 //!
 //! ```rust,no_run
@@ -57,9 +59,9 @@
 //! 10. `local/retry/classify.rs`: accepted, refused, truncated, unparsable, off the schema, a
 //!     provider error, or no answer;
 //! 11. `local/events.rs`: what the machine announced, as typed [`wop_sdk::wire::Event`]s;
-//! 12. `journal/sqlite/mod.rs` (or `journal/memory.rs`): the outcome (its text written once,
-//!     [`wop_sdk::wire::CallAiResult::to_text`], the bytes a replay reproduces), the charge and
-//!     the events in one terminal write.
+//! 12. `journal/sqlite/store.rs` (or `journal/log/store.rs`, `journal/memory/mod.rs`): the
+//!     outcome (its text written once, [`wop_sdk::wire::CallAiResult::to_text`], the bytes a
+//!     replay reproduces), the charge and the events in one terminal write.
 //!
 //! The typed result goes back the same way; `node/call.rs` checks it as any host's answer
 //! ([`wop_sdk::wire::CallAiResult::check`]), charges the budget and makes the typed

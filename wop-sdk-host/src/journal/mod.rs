@@ -9,8 +9,11 @@
 //! heartbeat; see [`lease`]), and a second host waits for a live owner and reattaches to its
 //! outcome.
 //!
-//! Two stores pass one shared test suite: [`MemoryJournal`] for fast unit tests and, with the
-//! `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL, durable before dispatch).
+//! Three stores pass one shared test suite: [`MemoryJournal`] for fast unit tests and a host that
+//! needs no durability; with the `sqlite` feature, [`SqliteJournal`] (bundled SQLite, WAL,
+//! durable before dispatch; its memory does not grow with the runs it has seen); and
+//! [`LogJournal`], one file of checksummed records, where a durable call costs about one
+//! `fdatasync` (it holds an index of every run it has seen: BENCHMARKS.md §13).
 
 mod fingerprint;
 pub mod lease;
@@ -217,7 +220,9 @@ impl Default for RunMeta {
 /// together with everything written before it (so the run's result never leaves the process
 /// before the outcomes it rests on are durable). A crash may lose a deferred write; for an
 /// outcome that is the same as a crash just before it, and the call is then ambiguous and never
-/// charged. The SQLite journal defers; [`MemoryJournal`] keeps nothing across a crash.
+/// charged. The SQLite journal defers; [`LogJournal`] defers the sync only (a deferred write is
+/// in its file when it returns: a process crash keeps it, a machine crash before the next sync
+/// can lose it); [`MemoryJournal`] keeps nothing across a crash.
 pub trait Journal: Send + Sync {
     /// Registers a run (idempotent).
     fn begin_run(&self, run: RunRecord) -> BoxFuture<'_, Result<(), JournalError>>;
