@@ -1,9 +1,10 @@
-//! The log journal: the shared suite and reopening here; torn writes and damage in `damage.rs`;
-//! two journals on one file, read-only opening, group commit and the flush window in
-//! `sharing.rs`.
+//! The log journal: the shared suite and reopening here; torn writes and damage in `damage.rs`,
+//! arbitrary damage in `arbitrary.rs`; two journals on one file, read-only opening, group commit
+//! and the flush window in `sharing.rs`.
 
 use super::*;
 
+mod arbitrary;
 mod damage;
 mod sharing;
 use crate::journal::suite::event;
