@@ -15,6 +15,8 @@
 //! [`LogJournal`], one file of checksummed records, where a durable call costs about one
 //! `fdatasync` (it holds an index of every run it has seen: BENCHMARKS.md §13).
 
+#[cfg(test)]
+pub(crate) mod damage;
 mod fingerprint;
 pub mod lease;
 mod log;

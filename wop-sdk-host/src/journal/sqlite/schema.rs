@@ -192,8 +192,7 @@ pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), Jou
                 .iter()
                 .any(|(t, col, since)| t == table && col == *c && *since > version)
         });
-        let stmt = conn
-            .prepare(&format!("SELECT * FROM \"{table}\" LIMIT 0"))
+        conn.prepare(&format!("SELECT * FROM \"{table}\" LIMIT 0"))
             .map_err(|e| {
                 if e.to_string().contains("no such table") {
                     JournalError::Corrupt(format!("not an attempt journal: table {table}: {e}"))
@@ -203,8 +202,25 @@ pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), Jou
                     sql(e)
                 }
             })?;
-        let have: Vec<&str> = stmt.column_names().collect();
-        if let Some(missing) = columns.into_iter().find(|c| !have.contains(c)) {
+        // The names as bytes: a damaged schema can name a column with bytes that are not UTF-8,
+        // and rusqlite's `column_names` panics on those.
+        let have = conn
+            .prepare_cached("SELECT name FROM pragma_table_info(?1)")
+            .and_then(|mut names| {
+                names
+                    .query_map([table], |r| {
+                        Ok(r.get_ref(0)?
+                            .as_bytes()
+                            .map(<[u8]>::to_vec)
+                            .unwrap_or_default())
+                    })?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(sql)?;
+        if let Some(missing) = columns
+            .into_iter()
+            .find(|c| !have.iter().any(|h| h == c.as_bytes()))
+        {
             return Err(JournalError::Corrupt(format!(
                 "not an attempt journal: table {table} has no column {missing}"
             )));

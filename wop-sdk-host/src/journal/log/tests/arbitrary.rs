@@ -4,47 +4,9 @@
 //! written to, and opened again with what it wrote.
 
 use super::*;
+use crate::journal::damage::{apply, damage};
 use proptest::prelude::*;
 use std::sync::OnceLock;
-
-/// What can happen to the file's bytes. Offsets are taken within the bytes as they are then.
-#[derive(Clone, Debug)]
-enum Damage {
-    Cut(prop::sample::Index),
-    Flip(prop::sample::Index, u8),
-    Overwrite(prop::sample::Index, Vec<u8>),
-    Append(Vec<u8>),
-}
-
-fn damage() -> impl Strategy<Value = Damage> {
-    prop_oneof![
-        any::<prop::sample::Index>().prop_map(Damage::Cut),
-        (any::<prop::sample::Index>(), 1u8..=255).prop_map(|(at, x)| Damage::Flip(at, x)),
-        (
-            any::<prop::sample::Index>(),
-            prop::collection::vec(any::<u8>(), 1..48)
-        )
-            .prop_map(|(at, b)| Damage::Overwrite(at, b)),
-        prop::collection::vec(any::<u8>(), 1..96).prop_map(Damage::Append),
-    ]
-}
-
-fn apply(bytes: &mut Vec<u8>, d: &Damage) {
-    match d {
-        Damage::Cut(at) if !bytes.is_empty() => bytes.truncate(at.index(bytes.len())),
-        Damage::Flip(at, x) if !bytes.is_empty() => {
-            let i = at.index(bytes.len());
-            bytes[i] ^= x;
-        }
-        Damage::Overwrite(at, b) if !bytes.is_empty() => {
-            let i = at.index(bytes.len());
-            let n = b.len().min(bytes.len() - i);
-            bytes[i..i + n].copy_from_slice(&b[..n]);
-        }
-        Damage::Append(b) => bytes.extend_from_slice(b),
-        _ => {}
-    }
-}
 
 /// A log as a crash leaves it: `write_some`'s run (a finished call with its charge and event, a
 /// call in flight under a lease) and a second run that ended (held cold), then the zeros the file

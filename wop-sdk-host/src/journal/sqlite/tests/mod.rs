@@ -1,6 +1,6 @@
 //! The SQLite journal's own tests: the shared suite and durability across reopen here; refusals
-//! that leave the file as it was ([`refusals`]); batches, concurrency and migration
-//! ([`batches`]).
+//! that leave the file as it was ([`refusals`]); arbitrary damage ([`arbitrary`]); batches,
+//! concurrency and migration ([`batches`]).
 
 use super::open::side_file;
 use super::schema::user_version;
@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use std::sync::atomic::AtomicUsize;
 pub(super) use wop_sdk::host::{AttemptKey, RunId};
 
+mod arbitrary;
 mod batches;
 mod deferred;
 mod refusals;

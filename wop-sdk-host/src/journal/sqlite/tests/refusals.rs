@@ -107,6 +107,44 @@ async fn a_journal_with_garbage_pages_is_refused_and_left_alone() {
     cleanup(&path);
 }
 
+/// A damaged schema can name a column with bytes that are not UTF-8 (rusqlite's `column_names`
+/// panics on those: found by `arbitrary.rs`).
+#[tokio::test]
+async fn a_column_named_in_bytes_that_are_not_utf8_is_refused_not_panicked_on() {
+    let path = temp_path("non-utf8-column");
+    journal_with(&path, 2).await;
+    let live: String = rusqlite::Connection::open(&path)
+        .and_then(|c| {
+            c.query_row(
+                "SELECT sql FROM sqlite_schema WHERE name = 'calls'",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .expect("the schema of calls");
+    let mut bytes = std::fs::read(&path).expect("read");
+    // The live text of `calls` (page 1 may also hold older, freed copies of it).
+    let table = bytes
+        .windows(live.len())
+        .position(|w| w == live.as_bytes())
+        .expect("the schema's text is in the file");
+    let at = table + live.find("attempt_id").expect("the column");
+    bytes[at] |= 0x80; // `a` becomes 0xE1, a lead byte with no continuation
+    std::fs::write(&path, &bytes).expect("write");
+    let before = digest(&path);
+    let err = refused(&path);
+    assert!(
+        matches!(&err, JournalError::Corrupt(m) if m.contains("table calls has no column attempt_id")),
+        "{err}"
+    );
+    assert!(matches!(
+        SqliteJournal::open_read_only(&path),
+        Err(JournalError::Corrupt(_))
+    ));
+    assert_eq!(digest(&path), before, "the file was modified");
+    cleanup(&path);
+}
+
 #[test]
 fn a_foreign_database_is_refused_and_left_alone() {
     let path = temp_path("foreign");
