@@ -4,7 +4,7 @@
 //! written to, and opened again with what it wrote.
 
 use super::*;
-use crate::journal::damage::{apply, damage};
+use crate::journal::damage::{answered, apply, damage, runtime};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -49,30 +49,6 @@ fn pristine() -> &'static [u8] {
     })
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-/// Reads everything a journal answers; errors are answers, panics are not.
-async fn read_whole(j: &LogJournal) {
-    if let Ok(runs) = j.runs().await {
-        for run in runs {
-            let _ = j.run(&run.run_id).await;
-            let _ = j.events(&run.run_id).await;
-        }
-    }
-    for k in [key("r1", 0), key("r1", 1)] {
-        let _ = j.lookup(&k).await;
-        let _ = j.leased(&k).await;
-    }
-    let _ = j.events(&RunId::new("r2")).await;
-    let _ = j.charges(None).await;
-    let _ = j.call_count().await;
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
 
@@ -83,34 +59,10 @@ proptest! {
             apply(&mut bytes, d);
         }
         let path = temp_path("arbitrary");
-        std::fs::create_dir_all(path.parent().expect("dir")).expect("dir");
-        std::fs::write(&path, &bytes).expect("write");
-        let rt = runtime();
-
-        if let Ok(j) = LogJournal::open_read_only(&path) {
-            rt.block_on(read_whole(&j));
-        }
-        prop_assert_eq!(&std::fs::read(&path).expect("read"), &bytes, "a read-only opening changed the file");
-
-        match LogJournal::open(&path) {
-            Err(_) => {
-                prop_assert_eq!(&std::fs::read(&path).expect("read"), &bytes, "a refused file was changed");
-            }
-            Ok(j) => {
-                let fresh = key("fresh", 0);
-                let wrote = rt.block_on(async {
-                    read_whole(&j).await;
-                    j.begin(&fresh, &Fingerprint([5; 32]), "f-0").await
-                });
-                drop(j);
-                if wrote == Ok(Begin::Fresh) {
-                    let again = LogJournal::open(&path);
-                    prop_assert!(again.is_ok(), "a log the journal opened and wrote to is refused: {:?}", again.err());
-                    let found = rt.block_on(again.expect("open").lookup(&fresh));
-                    prop_assert!(matches!(found, Ok(Some(_))), "the write after the damage is lost: {:?}", found);
-                }
-            }
-        }
+        let r2 = AttemptKey { run_id: RunId::new("r2"), node_id: "main".into(), call_index: 0 };
+        let keys = [key("r1", 0), key("r1", 1), r2];
+        let answer = answered(&bytes, &path, |p| LogJournal::open(p), |p| LogJournal::open_read_only(p), &keys);
         cleanup(&path);
+        answer?;
     }
 }

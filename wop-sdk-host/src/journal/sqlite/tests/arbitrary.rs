@@ -4,7 +4,7 @@
 //! whole and written to, and what it wrote is there when it is opened again.
 
 use super::*;
-use crate::journal::damage::{apply, damage};
+use crate::journal::damage::{answered, apply, damage, runtime};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -36,30 +36,6 @@ fn pristine() -> &'static [u8] {
     })
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-/// Reads everything a journal answers; errors are answers, panics are not.
-async fn read_whole(j: &SqliteJournal) {
-    if let Ok(runs) = j.runs().await {
-        for run in runs {
-            let _ = j.run(&run.run_id).await;
-            let _ = j.events(&run.run_id).await;
-        }
-    }
-    for i in 0..8 {
-        let _ = j.lookup(&key("r1", i)).await;
-        let _ = j.leased(&key("r1", i)).await;
-    }
-    let _ = j.events(&RunId::new("r1")).await;
-    let _ = j.charges(None).await;
-    let _ = j.call_count().await;
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -70,32 +46,9 @@ proptest! {
             apply(&mut bytes, d);
         }
         let path = temp_path("arbitrary");
-        std::fs::create_dir_all(path.parent().expect("dir")).expect("dir");
-        std::fs::write(&path, &bytes).expect("write");
-        let rt = runtime();
-
-        if let Ok(j) = SqliteJournal::open_read_only(&path) {
-            rt.block_on(read_whole(&j));
-        }
-        prop_assert_eq!(&std::fs::read(&path).expect("read"), &bytes, "a read-only opening changed the file");
-
-        match SqliteJournal::open(&path) {
-            Err(_) => {
-                prop_assert_eq!(&std::fs::read(&path).expect("read"), &bytes, "a refused file was changed");
-            }
-            Ok(j) => {
-                let fresh = key("fresh", 0);
-                let wrote = rt.block_on(async {
-                    read_whole(&j).await;
-                    j.begin(&fresh, &Fingerprint([5; 32]), "f-0").await
-                });
-                drop(j);
-                if wrote == Ok(Begin::Fresh) {
-                    let found = SqliteJournal::open(&path).map(|again| rt.block_on(again.lookup(&fresh)));
-                    prop_assert!(matches!(found, Ok(Ok(Some(_)))), "the write after the damage is lost: {:?}", found);
-                }
-            }
-        }
+        let keys: Vec<_> = (0..8).map(|i| key("r1", i)).collect();
+        let answer = answered(&bytes, &path, |p| SqliteJournal::open(p), |p| SqliteJournal::open_read_only(p), &keys);
         cleanup(&path);
+        answer?;
     }
 }
