@@ -31,8 +31,17 @@ pub(crate) fn damage() -> impl Strategy<Value = Damage> {
     ]
 }
 
+/// `pristine` with `damages` applied in turn.
+pub(crate) fn damaged(pristine: &[u8], damages: &[Damage]) -> Vec<u8> {
+    let mut bytes = pristine.to_vec();
+    for d in damages {
+        apply(&mut bytes, d);
+    }
+    bytes
+}
+
 /// Applies `d` to `bytes`.
-pub(crate) fn apply(bytes: &mut Vec<u8>, d: &Damage) {
+fn apply(bytes: &mut Vec<u8>, d: &Damage) {
     match d {
         Damage::Cut(at) if !bytes.is_empty() => bytes.truncate(at.index(bytes.len())),
         Damage::Flip(at, x) if !bytes.is_empty() => {

@@ -4,7 +4,7 @@
 //! written to, and opened again with what it wrote.
 
 use super::*;
-use crate::journal::damage::{answered, apply, damage, runtime};
+use crate::journal::damage::{answered, damage, damaged, runtime};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -54,10 +54,7 @@ proptest! {
 
     #[test]
     fn damage_is_answered_not_panicked_on(damages in prop::collection::vec(damage(), 1..4)) {
-        let mut bytes = pristine().to_vec();
-        for d in &damages {
-            apply(&mut bytes, d);
-        }
+        let bytes = damaged(pristine(), &damages);
         let path = temp_path("arbitrary");
         let r2 = AttemptKey { run_id: RunId::new("r2"), node_id: "main".into(), call_index: 0 };
         let keys = [key("r1", 0), key("r1", 1), r2];

@@ -4,7 +4,7 @@
 //! whole and written to, and what it wrote is there when it is opened again.
 
 use super::*;
-use crate::journal::damage::{answered, apply, damage, runtime};
+use crate::journal::damage::{answered, damage, damaged, runtime};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -41,10 +41,7 @@ proptest! {
 
     #[test]
     fn damage_is_answered_not_panicked_on(damages in prop::collection::vec(damage(), 1..4)) {
-        let mut bytes = pristine().to_vec();
-        for d in &damages {
-            apply(&mut bytes, d);
-        }
+        let bytes = damaged(pristine(), &damages);
         let path = temp_path("arbitrary");
         let keys: Vec<_> = (0..8).map(|i| key("r1", i)).collect();
         let answer = answered(&bytes, &path, |p| SqliteJournal::open(p), |p| SqliteJournal::open_read_only(p), &keys);
