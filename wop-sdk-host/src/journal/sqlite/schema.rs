@@ -192,6 +192,7 @@ pub(super) fn check_tables_at(conn: &Connection, version: u32) -> Result<(), Jou
                 .iter()
                 .any(|(t, col, since)| t == table && col == *c && *since > version)
         });
+        // Reading the table tells a missing table (not a journal) from a damaged file.
         conn.prepare(&format!("SELECT * FROM \"{table}\" LIMIT 0"))
             .map_err(|e| {
                 if e.to_string().contains("no such table") {
