@@ -171,11 +171,17 @@ fn key(run: &str) -> AttemptKey {
 async fn killed_at_a_moment_nobody_chose_nothing_told_durable_is_lost_or_charged_twice(
     store: Store,
 ) {
-    // The moment: a few milliseconds after the child got going, different each round and run
-    // (printed, to run one again).
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    // The moment: a few milliseconds after the child got going, different each round and run.
+    // The seed is printed; `WOP_KILL_SEED=<seed>` waits the same delays again.
+    let seed = std::env::var("WOP_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        });
+    eprintln!("{}: WOP_KILL_SEED={seed}", store.name());
     for round in 0..6u32 {
         let delay = Duration::from_micros(u64::from(seed.rotate_right(round * 5) % 12_000));
         eprintln!(
