@@ -11,43 +11,17 @@
 
 use wop_sdk_test_support::child;
 
-use child::{Store, fresh_dir, spawn_self};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::json;
+use child::{OneCall, Store, fresh_dir, input, spawn_self, wait_until};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use wop_sdk::host::{AttemptKey, RunId};
 use wop_sdk::wire::ErrorCode;
-use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 use wop_sdk_host::journal::Outcome;
 use wop_sdk_host::local::{LocalHost, RunOptions, ScriptedProvider};
 use wop_sdk_host::testing::{from_fn, reply};
-
-#[derive(Deserialize, Serialize, JsonSchema)]
-struct Title {
-    title: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct In {
-    topic: String,
-}
-
-#[wop_node(type_id = "community.test.kill-anywhere", version = "1.0.0")]
-async fn one_call(ctx: &NodeCtx<'_>, input: In) -> Result<Title, NodeError> {
-    let c = ctx
-        .call_ai(AiRequest::<Title>::prompt(input.topic).beneficiaries(["ana"]))
-        .await?;
-    c.into_output().map_err(|e| NodeError::new(e.to_string()))
-}
-
-fn input() -> serde_json::Value {
-    json!({"topic": "lighthouses"})
-}
 
 /// Tasks running nodes at once in the child.
 const TASKS: usize = 8;
@@ -143,17 +117,9 @@ fn kill_under_load(store: Store, round: u32, delay: Duration) -> PathBuf {
             ("WOP_STORE", Path::new(store.name())),
         ],
     );
-    let start = Instant::now();
-    while reported(&dir).1.len() < RETURNED_BEFORE_KILL {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the child ended before it was killed: {status}");
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "the child returned no runs"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    wait_until(&mut child, "its first runs", || {
+        reported(&dir).1.len() >= RETURNED_BEFORE_KILL
+    });
     std::thread::sleep(delay);
     child.kill().expect("SIGKILL");
     let _ = child.wait();

@@ -5,44 +5,21 @@
 
 use wop_sdk_test_support::child;
 
-use child::{Store, child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use child::{
+    OneCall, Store, child_runtime, fresh_dir, host_on_journal, input, spawn_self, wait_for,
+};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
 use wop_sdk::host::{BoxFuture, RunId};
 use wop_sdk::wire::{ErrorCode, FinishReason, Usage};
-use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 use wop_sdk_host::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
     ScriptedProvider, Step,
 };
 
-#[derive(Deserialize, Serialize, JsonSchema)]
-struct Title {
-    title: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct In {
-    topic: String,
-}
-
-#[wop_node(type_id = "community.test.leased-call", version = "1.0.0")]
-async fn leased_call(ctx: &NodeCtx<'_>, input: In) -> Result<Title, NodeError> {
-    let c = ctx
-        .call_ai(AiRequest::<Title>::prompt(input.topic).beneficiaries(["ana"]))
-        .await?;
-    c.into_output().map_err(|e| NodeError::new(e.to_string()))
-}
-
 const RUN: &str = "leased-run";
-
-fn input() -> serde_json::Value {
-    json!({"topic": "lighthouses"})
-}
 
 /// The owner's provider: says it received the request, then answers only once the test
 /// writes `release` (a slow generation).
@@ -93,7 +70,7 @@ fn lease_owner_child() {
             owner: Some("owner".into()),
             ..RunOptions::default()
         };
-        let outcome = host.run_with(&LeasedCall, input(), options).await;
+        let outcome = host.run_with(&OneCall, input(), options).await;
         let verdict = match &outcome.result {
             Ok(v) => format!("ok {v}"),
             Err(e) => format!("failed {e}"),
@@ -152,7 +129,7 @@ fn second_host_waiting(
     let waiting = tokio::spawn({
         let host = host.clone();
         async move {
-            host.redeliver(&RunId::new(RUN), "main", &LeasedCall, input())
+            host.redeliver(&RunId::new(RUN), "main", &OneCall, input())
                 .await
         }
     });

@@ -4,9 +4,7 @@
 
 use wop_sdk_test_support::child;
 
-use child::{Store, child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use child::{In, Store, Title, child_runtime, fresh_dir, host_on_journal, spawn_self, wait_for};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,16 +15,6 @@ use wop_sdk_host::local::{
     LocalHost, Provider, ProviderError, ProviderReply, ProviderRequest, RunOptions,
     ScriptedProvider, Step,
 };
-
-#[derive(Deserialize, Serialize, JsonSchema)]
-struct Title {
-    title: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct In {
-    topic: String,
-}
 
 #[wop_node(type_id = "community.test.one-call", version = "1.0.0")]
 async fn one_call(ctx: &NodeCtx<'_>, input: In) -> Result<Title, NodeError> {

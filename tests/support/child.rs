@@ -1,17 +1,50 @@
-//! This test binary re-executed as a child process (`tests/redelivery.rs`, `tests/lease.rs`):
-//! started to run one test function of its own, watched through marker files in a fresh folder,
-//! and the durable journal in that folder (SQLite or the log: [`Store`]) opened again by the
-//! parent as a new process would. [`on_both_stores!`](crate::on_both_stores) runs each scenario
-//! on both stores.
+//! This test binary re-executed as a child process (`tests/redelivery.rs`, `tests/lease.rs`,
+//! `tests/kill_anywhere.rs`): started to run one test function of its own, watched through
+//! marker files in a fresh folder, and the durable journal in that folder (SQLite or the log:
+//! [`Store`]) opened again by the parent as a new process would.
+//! [`on_both_stores!`](crate::on_both_stores) runs each scenario on both stores; [`OneCall`] is
+//! the node the scenarios run.
 
 #![allow(dead_code)]
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 use wop_sdk_host::journal::{Journal, LogJournal, SqliteJournal};
 use wop_sdk_host::local::{LocalHost, ScriptedProvider};
+
+/// What the scenarios' node asks for.
+#[derive(Deserialize, Serialize, JsonSchema)]
+pub struct Title {
+    /// The title.
+    pub title: String,
+}
+
+/// The scenarios' node's input ([`input`]).
+#[derive(Deserialize, JsonSchema)]
+pub struct In {
+    /// What the title is about.
+    pub topic: String,
+}
+
+/// One structured call, charged to `ana`: the node a child runs and its parent redelivers.
+#[wop_node(type_id = "community.test.one-call", version = "1.0.0")]
+pub async fn one_call(ctx: &NodeCtx<'_>, input: In) -> Result<Title, NodeError> {
+    let c = ctx
+        .call_ai(AiRequest::<Title>::prompt(input.topic).beneficiaries(["ana"]))
+        .await?;
+    c.into_output().map_err(|e| NodeError::new(e.to_string()))
+}
+
+/// The node's input, the same in the child and in the parent (a redelivery must match it).
+pub fn input() -> serde_json::Value {
+    json!({"topic": "lighthouses"})
+}
 
 /// The durable journal a scenario runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,8 +148,14 @@ pub fn spawn_self(test: &str, env: &[(&str, &Path)]) -> Child {
 /// Waits until `file` exists: the child reached `point`. Panics if the child ends first, or
 /// after two minutes.
 pub fn wait_for(child: &mut Child, file: &Path, point: &str) {
+    wait_until(child, point, || file.exists());
+}
+
+/// Waits until `reached()` says the child reached `point`, looking every 2 ms. Panics if the
+/// child ends first, or after two minutes.
+pub fn wait_until(child: &mut Child, point: &str, mut reached: impl FnMut() -> bool) {
     let start = Instant::now();
-    while !file.exists() {
+    while !reached() {
         if let Ok(Some(status)) = child.try_wait() {
             panic!("the child ended before {point}: {status}");
         }
@@ -124,7 +163,7 @@ pub fn wait_for(child: &mut Child, file: &Path, point: &str) {
             start.elapsed() < Duration::from_secs(120),
             "the child never reached {point}"
         );
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
