@@ -15,7 +15,7 @@ use wop_sdk::wire::{ErrorCode, ErrorEnvelope};
 /// | `envelope_invalid`, `structured_output_invalid` | `envelope_invalid` |
 /// | `envelope_refusal`, `safety_filter`, `content_filtered` | `envelope_refusal` |
 /// | `envelope_truncation_unrecoverable` | `envelope_truncation_unrecoverable` |
-/// | `provider_unavailable`, `provider_rate_limited`, `provider_timed_out`, `internal_error`, `node_timeout` (the bridge's: the call did not settle in time) | `upstream_unavailable` |
+/// | `provider_unavailable`, `provider_rate_limited`, `provider_timed_out`, `internal_error`, `node_timeout` (a host's call that did not settle in time) | `upstream_unavailable` |
 /// | `invalid_request`, `validation_error` | `validation_error` (`details.field` from the host, else `request`) |
 /// | `provider_not_supported`, `model_not_supported`, `model_not_allowed`, `provider_policy_denied`, `byok_required`, `byok_required_but_unresolved`, `host_capability_missing`, `unsupported_modality`, `capability_not_provided` | `capability_not_provided` |
 /// | `budget_exhausted`, `idempotency_key_mismatch`, `replay_source_missing`, `upstream_unavailable` | the same |

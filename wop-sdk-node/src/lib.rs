@@ -6,10 +6,12 @@
 //! host mounts: `pack.json`, a generated `index.mjs` that exports `nodes`, and the addon.
 //!
 //! ```text
-//! host ──ctx──▶ index.mjs (generated) ──wopStart(JSON)──▶ addon: wop_sdk::node::execute
-//!                  │   ◀── {calls: [request]} ───────────  (JsHost: wop_sdk::Host, polled)
+//! host ──ctx──▶ index.mjs (generated) ──wopStart(JSON, timeoutMs, onStep)──▶ addon: the node,
+//!                  │                                          spawned on the addon's runtime
+//!                  │   ◀── onStep({calls: [request]}) ─────── (JsHost: wop_sdk::Host)
 //!                  ├─ await ctx.callAI(request)
-//!                  └─ wopResume(answer) ──▶ … ◀── {done: outcome}
+//!                  ├─ wopResume(task, id, answer) ──▶ the node's call wakes
+//!                  └─ ◀── onStep({done: outcome})
 //! ```
 //!
 //! # Building a pack as an addon
@@ -39,10 +41,22 @@
 //!
 //! # What the bridge needs
 //!
-//! - **Node ≥ 18.** The addon is loaded with `require` by the generated `index.mjs`. No thread is
-//!   started: the node runs on the host's JavaScript thread, polled between its calls (see
-//!   [`start`]); so a node may await only its `ctx` (a node that awaits a timer or a socket
-//!   fails `node_failed` saying so).
+//! - **Node ≥ 18.** The addon is loaded with `require` by the generated `index.mjs`.
+//! - **A real async runtime.** Each node execution runs on the addon's tokio runtime
+//!   ([`runtime`]: a fixed set of worker threads per process), so a node may await anything:
+//!   tokio timers, sockets, an HTTP client such as `reqwest`, `tokio::fs`, tasks it spawns. Only
+//!   `ctx.callAI` goes to the host's JavaScript thread (an N-API thread-safe function queues each
+//!   call there; the answer comes back with `wopResume`). A node that blocks a worker thread
+//!   (a long synchronous loop, `std::thread::sleep`) holds that thread from every other node:
+//!   use `spawn_blocking` for such work.
+//! - **An end for every node.** A node ends within its timeout (`ctx.config.timeoutMs`, else
+//!   the pack's default): past it, the bridge drops the node's execution, and every future it
+//!   awaited with it, and the node fails `wop-sdk.node_timeout`; the local host does the same
+//!   ([`wop_sdk::wire::ErrorCode::NodeTimeout`]). A node that panics fails
+//!   `wop-sdk.node_failed` with the panic's message. A host that gives up on a node (an
+//!   `AbortSignal` as `ctx.signal` that fires) gets `wop-sdk.node_cancelled`, and the execution
+//!   is dropped. Nothing of an ended execution stays: no task, no waiter, no reservation, and no
+//!   reference that keeps the host's event loop alive.
 //! - **`unsafe` in the addon crate only.** `napi-derive`'s expansion (the exported functions
 //!   and their registration) is FFI code with `unsafe` blocks, so the crate that invokes
 //!   [`addon!`] cannot inherit `unsafe_code = "forbid"`; it must not hold anything else. This
@@ -101,6 +115,7 @@
 mod errors;
 mod host;
 mod run;
+pub mod runtime;
 mod task;
 
 pub use errors::map_host_error;
@@ -108,7 +123,7 @@ pub use host::{
     HostKind, HostRequest, JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT, host_document,
 };
 pub use run::{ABI_VERSION, budget_check_json, manifests_json, pack_files_json, run_node};
-pub use task::{cancel, resume, start};
+pub use task::{OnStep, cancel, in_progress, resume, start};
 
 /// Exports the nodes of one or more packs as a Node native addon. Invoke it once, at the root of
 /// a `cdylib` crate whose build script calls `napi_build::setup()`.
@@ -170,13 +185,22 @@ macro_rules! addon {
             }
 
             #[$crate::__private::napi_derive::napi(js_name = "wopStart")]
-            pub fn start(request: ::std::string::String) -> ::std::string::String {
-                $crate::start(packs(), request)
+            pub fn start(
+                request: ::std::string::String,
+                timeout_ms: u32,
+                on_step: $crate::OnStep,
+            ) -> u32 {
+                $crate::start(packs(), request, timeout_ms, on_step)
             }
 
             #[$crate::__private::napi_derive::napi(js_name = "wopResume")]
-            pub fn resume(task: u32, call: u32, answer: ::std::string::String) -> ::std::string::String {
+            pub fn resume(task: u32, call: u32, answer: ::std::string::String) -> bool {
                 $crate::resume(task, call, answer)
+            }
+
+            #[$crate::__private::napi_derive::napi(js_name = "wopInProgress")]
+            pub fn in_progress() -> u32 {
+                u32::try_from($crate::in_progress()).unwrap_or(u32::MAX)
             }
 
             #[$crate::__private::napi_derive::napi(js_name = "wopCancel")]

@@ -11,7 +11,7 @@ use wop_sdk::wire::{CapabilityDocument, ErrorCode, ErrorEnvelope};
 
 /// The version of the contract between the addon and the generated `index.mjs` (the JSON
 /// shapes of [`run_node`] and [`JsCallAi`]). `index.mjs` refuses an addon of another version.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// The `pack.json` of each pack, as a JSON array.
 pub fn manifests_json(packs: &[Pack]) -> String {

@@ -1,129 +1,135 @@
-//! A node execution driven from the host's JavaScript thread.
+//! One node execution on the addon's runtime ([`crate::runtime`]), its calls handed to the host's
+//! JavaScript thread.
 //!
-//! The node's future is polled only when JavaScript calls in: `start` polls it first; each time
-//! it awaits the host, the request is handed out (`calls`), and JavaScript makes the
-//! `ctx.callAI` call, then hands the answer back with `resume`, which polls again. No thread is
-//! started and nothing crosses threads: a call costs two synchronous N-API calls and the JSON of
-//! its request and answer. A response schema crosses once per node execution: each call names
-//! it by its index, and JavaScript gives the call a copy of it.
+//! `wopStart` spawns the node and returns its task id at once. From then on the addon speaks
+//! only through the execution's `onStep` function (an N-API thread-safe function, so any thread
+//! may queue a call to it and Node runs it on the JavaScript thread, in order):
 //!
-//! The one limit: a node may await only its `ctx` (calls, settling). Anything else (a timer, a
-//! socket) has nothing to wake it on the host's thread; such a node fails `node_failed` with a
-//! message that says so, instead of hanging.
+//! - `{"calls": [{"id", "schema"?, "request"}], "schemas"?: [[index, schema]]}` when the node
+//!   makes a `ctx.callAI` call (a call with `schema` has the placeholder `0` as its request's
+//!   `responseSchema`: JavaScript gives it a copy of schema `index`, and a schema crosses once
+//!   per node execution);
+//! - `{"done": <outcome>}` once, at the end (see [`run_node`] for the outcome).
+//!
+//! JavaScript answers each call with `wopResume(task, id, answer)`, which wakes the node's call
+//! wherever it waits, and may end the execution early with `wopCancel(task)`. A call costs one
+//! thread-safe call into JavaScript and one synchronous N-API call back, plus the JSON of its
+//! request and answer.
+//!
+//! Each execution has a supervisor task beside the node's: it owns the deadline (the node's
+//! `timeoutMs`), turns a panic outside the node's body into `node_failed`, and sends `done`. A
+//! node that times out or is cancelled is dropped on the runtime, and with it every future it
+//! awaited: its calls (their waiters are removed), its reservations (released), the tasks it
+//! spawned into a `JoinSet` (aborted). The thread-safe function goes with the execution, so a
+//! finished node keeps nothing alive in the host's event loop.
 
 use crate::host::{HostRequest, JsCallAi};
 use crate::run::run_node;
+use napi::Status;
+use napi::bindgen_prelude::Unknown;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
 use wop_sdk::host::BoxFuture;
 use wop_sdk::manifest::Pack;
 use wop_sdk::wire::ErrorCode;
 
-#[derive(Default)]
-struct Calls {
-    next_id: u32,
-    /// Made by the node since the last answer to JavaScript: (id, request).
-    outgoing: Vec<(u32, HostRequest)>,
-    /// The response schemas handed to JavaScript in this node execution, by index.
-    schemas: Vec<Arc<Value>>,
-    /// Handed out, not yet answered.
-    waiting: BTreeSet<u32>,
-    /// Answered, not yet taken by the node.
-    answers: BTreeMap<u32, String>,
-}
+/// The execution's `onStep`: JavaScript's function, callable from any thread.
+pub type OnStep = ThreadsafeFunction<String, Unknown<'static>, String, Status, false>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// `JsCallAi` as a hand-off: the request goes out at the next answer to JavaScript, the answer
-/// comes in with `resume`.
-struct HandOff(Arc<Mutex<Calls>>);
-
-enum CallState {
-    Unsent(HostRequest),
-    Waiting(u32),
-    Done,
+/// What one execution's calls share with JavaScript.
+struct Calls {
+    on_step: OnStep,
+    state: Mutex<CallState>,
 }
 
-struct CallFuture {
-    calls: Arc<Mutex<Calls>>,
-    state: CallState,
+#[derive(Default)]
+struct CallState {
+    next_id: u32,
+    /// The response schemas handed to JavaScript in this node execution, by index.
+    schemas: Vec<Arc<Value>>,
+    /// Handed out, not yet answered: where each answer goes.
+    waiting: HashMap<u32, oneshot::Sender<String>>,
 }
 
-impl Future for CallFuture {
-    type Output = Result<String, String>;
-
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        let mut calls = lock(&this.calls);
-        match std::mem::replace(&mut this.state, CallState::Done) {
-            CallState::Unsent(request) => {
-                calls.next_id += 1;
-                let id = calls.next_id;
-                calls.outgoing.push((id, request));
-                calls.waiting.insert(id);
-                this.state = CallState::Waiting(id);
-                Poll::Pending
-            }
-            CallState::Waiting(id) => match calls.answers.remove(&id) {
-                Some(answer) => Poll::Ready(Ok(answer)),
-                None => {
-                    this.state = CallState::Waiting(id);
-                    Poll::Pending
-                }
-            },
-            CallState::Done => Poll::Ready(Err("the call was polled after it ended".to_owned())),
-        }
+impl Calls {
+    /// Queues `step` for JavaScript; `false` when the host's environment is closing.
+    fn send(&self, step: String) -> bool {
+        self.on_step.call(step, ThreadsafeFunctionCallMode::NonBlocking) == Status::Ok
     }
 }
 
+/// A call's waiter, removed when the call's future ends or is dropped (a node that gave up on
+/// the call: a timeout, a `select!`, the node dropped).
+struct Waiter<'a> {
+    calls: &'a Calls,
+    id: u32,
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        lock(&self.calls.state).waiting.remove(&self.id);
+    }
+}
+
+/// `JsCallAi` over `onStep` and `wopResume`.
+struct HandOff(Arc<Calls>);
+
 impl JsCallAi for HandOff {
     fn call(&self, request: HostRequest) -> BoxFuture<'_, Result<String, String>> {
-        Box::pin(CallFuture {
-            calls: Arc::clone(&self.0),
-            state: CallState::Unsent(request),
+        Box::pin(async move {
+            let (tx, rx) = oneshot::channel();
+            let (id, step) = {
+                let mut state = lock(&self.0.state);
+                state.next_id += 1;
+                let id = state.next_id;
+                state.waiting.insert(id, tx);
+                (id, call_step(&mut state.schemas, id, &request))
+            };
+            let _waiter = Waiter { calls: &self.0, id };
+            if !self.0.send(step) {
+                return Err("the host's JavaScript environment is closing: the call was not made"
+                    .to_owned());
+            }
+            rx.await
+                .map_err(|_| "the call's answer was dropped by the bridge".to_owned())
         })
     }
 }
 
+/// The node executions in progress: what `wopResume` and `wopCancel` reach.
 struct Task {
-    future: Pin<Box<dyn Future<Output = String> + Send>>,
-    calls: Arc<Mutex<Calls>>,
+    node: AbortHandle,
+    supervisor: AbortHandle,
+    calls: Arc<Calls>,
 }
 
-/// The node executions in progress, by task id.
-#[derive(Default)]
-struct Tasks {
-    next: u32,
-    running: BTreeMap<u32, Task>,
-}
+static TASKS: Mutex<Option<HashMap<u32, Task>>> = Mutex::new(None);
+static NEXT: Mutex<u32> = Mutex::new(0);
 
-static TASKS: Mutex<Tasks> = Mutex::new(Tasks {
-    next: 0,
-    running: BTreeMap::new(),
-});
+fn with_tasks<T>(f: impl FnOnce(&mut HashMap<u32, Task>) -> T) -> T {
+    f(lock(&TASKS).get_or_insert_with(HashMap::new))
+}
 
 fn done(outcome: &str) -> String {
     format!("{{\"done\":{outcome}}}")
 }
 
-fn node_failed(message: &str) -> String {
-    done(
-        &json!({"status": "failure",
-                "error": {"code": ErrorCode::NodeFailed.as_str(), "message": message}})
-        .to_string(),
-    )
+fn failed(code: ErrorCode, message: &str) -> String {
+    json!({"status": "failure", "error": {"code": code.as_str(), "message": message}}).to_string()
 }
 
 /// The index of `schema` among those JavaScript has; a new one is added, and written to `new`
-/// (`[index,schema]`, comma-separated).
+/// (`[index,schema]`).
 fn schema_index(known: &mut Vec<Arc<Value>>, schema: &Arc<Value>, new: &mut String) -> usize {
     if let Some(i) = known
         .iter()
@@ -133,222 +139,147 @@ fn schema_index(known: &mut Vec<Arc<Value>>, schema: &Arc<Value>, new: &mut Stri
     }
     known.push(Arc::clone(schema));
     let i = known.len() - 1;
-    let _ = write!(
-        new,
-        "{}[{i},{schema}]",
-        if new.is_empty() { "" } else { "," }
-    );
+    let _ = write!(new, "[{i},{schema}]");
     i
 }
 
-/// The step that hands JavaScript the calls made since the last one: `{"task": id, "schemas"?:
-/// [[index, schema]], "calls": [{"id", "schema"?, "request"}]}`. A call with `schema` has the
-/// placeholder `0` as its request's `responseSchema`; `schemas` holds those JavaScript has not
-/// had yet in this node execution.
-fn calls_step(id: u32, calls: &mut Calls) -> String {
-    let outgoing = std::mem::take(&mut calls.outgoing);
+/// The step that hands JavaScript call `id` (see the module's docs).
+fn call_step(schemas: &mut Vec<Arc<Value>>, id: u32, request: &HostRequest) -> String {
     let mut new = String::new();
-    let mut list = String::with_capacity(outgoing.iter().map(|(_, r)| r.text.len() + 32).sum());
-    for (i, (call, request)) in outgoing.iter().enumerate() {
-        let _ = write!(list, "{}{{\"id\":{call},", if i > 0 { "," } else { "" });
-        if let Some((_, schema)) = &request.schema {
-            let index = schema_index(&mut calls.schemas, schema, &mut new);
-            let _ = write!(list, "\"schema\":{index},");
-        }
-        list.push_str("\"request\":");
-        list.push_str(&request.text);
-        list.push('}');
+    let mut step = String::with_capacity(request.text.len() + 48);
+    let _ = write!(step, "{{\"calls\":[{{\"id\":{id},");
+    if let Some((_, schema)) = &request.schema {
+        let index = schema_index(schemas, schema, &mut new);
+        let _ = write!(step, "\"schema\":{index},");
     }
-    let mut step = String::with_capacity(list.len() + new.len() + 48);
-    let _ = write!(step, "{{\"task\":{id},");
+    step.push_str("\"request\":");
+    step.push_str(&request.text);
+    step.push_str("}]");
     if !new.is_empty() {
-        let _ = write!(step, "\"schemas\":[{new}],");
+        let _ = write!(step, ",\"schemas\":[{new}]");
     }
-    let _ = write!(step, "\"calls\":[{list}]}}");
+    step.push('}');
     step
 }
 
-/// Polls `task` once and answers JavaScript: `{"done": <outcome>}`, or the calls made since the
-/// last answer ([`calls_step`]).
-fn step(id: u32, mut task: Task) -> String {
-    let polled = catch_unwind(AssertUnwindSafe(|| {
-        task.future
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()))
-    }));
-    match polled {
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            node_failed(&format!("the node panicked: {what}"))
-        }
-        Ok(Poll::Ready(outcome)) => done(&outcome),
-        Ok(Poll::Pending) => {
-            let answer = {
-                let mut calls = lock(&task.calls);
-                if calls.outgoing.is_empty() && calls.waiting.is_empty() {
-                    return node_failed(
-                        "the node awaited something other than its ctx (a timer, a socket, …): on \
-                         a JavaScript host the bridge drives a node from the host's thread, \
-                         through its ctx only",
-                    );
-                }
-                calls_step(id, &mut calls)
-            };
-            lock(&TASKS).running.insert(id, task);
-            answer
-        }
-    }
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic payload that is not text")
 }
 
-/// `wopStart`: starts one node execution (see [`run_node`] for `request`) and polls it.
-pub fn start(packs: &'static [Pack], request: String) -> String {
-    let calls = Arc::new(Mutex::new(Calls::default()));
-    let handoff = Arc::new(HandOff(Arc::clone(&calls)));
-    let future = Box::pin(async move { run_node(packs, &request, handoff).await });
+/// `wopStart`: starts one node execution (see [`run_node`] for `request`) that must end within
+/// `timeout_ms`, and answers its task id; everything else comes through `on_step`.
+pub fn start(packs: &'static [Pack], request: String, timeout_ms: u32, on_step: OnStep) -> u32 {
     let id = {
-        let mut tasks = lock(&TASKS);
-        tasks.next = tasks.next.wrapping_add(1);
-        tasks.next
+        let mut next = lock(&NEXT);
+        *next = next.wrapping_add(1).max(1);
+        *next
     };
-    step(id, Task { future, calls })
+    let calls = Arc::new(Calls {
+        on_step,
+        state: Mutex::default(),
+    });
+    let runtime = match crate::runtime::handle() {
+        Ok(runtime) => runtime,
+        Err(why) => {
+            calls.send(done(&failed(ErrorCode::NodeFailed, why)));
+            return id;
+        }
+    };
+    let handoff = Arc::new(HandOff(Arc::clone(&calls)));
+    let deadline = Duration::from_millis(u64::from(timeout_ms.max(1)));
+    // Registered before either task can end (the supervisor removes it), under the lock.
+    with_tasks(|tasks| {
+        let mut node = runtime.spawn(async move { run_node(packs, &request, handoff).await });
+        let node_abort = node.abort_handle();
+        let supervised = Arc::clone(&calls);
+        let supervisor = runtime.spawn(async move {
+            let outcome = match tokio::time::timeout(deadline, &mut node).await {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(e)) if e.is_panic() => {
+                    let panic = e.into_panic();
+                    failed(
+                        ErrorCode::NodeFailed,
+                        &format!("the node panicked: {}", panic_text(&*panic)),
+                    )
+                }
+                // Cancelled by `wopCancel`: JavaScript gave up on it and waits for nothing.
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    node.abort();
+                    failed(
+                        ErrorCode::NodeTimeout,
+                        &format!("the node did not end within its timeout of {timeout_ms} ms"),
+                    )
+                }
+            };
+            with_tasks(|tasks| tasks.remove(&id));
+            supervised.send(done(&outcome));
+        });
+        tasks.insert(
+            id,
+            Task {
+                node: node_abort,
+                supervisor: supervisor.abort_handle(),
+                calls: Arc::clone(&calls),
+            },
+        );
+    });
+    id
 }
 
 /// `wopResume`: the answer of call `call` of task `task` (see [`JsCallAi`] for its shape).
-pub fn resume(task: u32, call: u32, answer: String) -> String {
-    let Some(running) = lock(&TASKS).running.remove(&task) else {
-        return node_failed(&format!("no node execution {task} is in progress"));
+/// Answers whether the call was waiting for it (`false`: the call or the execution ended first,
+/// as after a timeout; the answer is dropped).
+pub fn resume(task: u32, call: u32, answer: String) -> bool {
+    let Some(calls) = with_tasks(|tasks| tasks.get(&task).map(|t| Arc::clone(&t.calls))) else {
+        return false;
     };
-    {
-        let mut calls = lock(&running.calls);
-        if !calls.waiting.remove(&call) {
-            drop(calls);
-            lock(&TASKS).running.insert(task, running);
-            return json!({"error": format!("call {call} of task {task} is not awaiting an answer")})
-                .to_string();
-        }
-        calls.answers.insert(call, answer);
-    }
-    step(task, running)
+    let waiter = lock(&calls.state).waiting.remove(&call);
+    waiter.is_some_and(|tx| tx.send(answer).is_ok())
 }
 
-/// `wopCancel`: drops a node execution JavaScript gave up on. Answers whether it was running.
+/// `wopCancel`: ends a node execution JavaScript gave up on; no `done` follows. Answers whether
+/// it was running.
 pub fn cancel(task: u32) -> bool {
-    lock(&TASKS).running.remove(&task).is_some()
+    let Some(t) = with_tasks(|tasks| tasks.remove(&task)) else {
+        return false;
+    };
+    t.supervisor.abort();
+    t.node.abort();
+    true
+}
+
+/// The node executions in progress in this process (what a leak test reads).
+pub fn in_progress() -> usize {
+    with_tasks(|tasks| tasks.len())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
-    use std::sync::OnceLock;
-    use wop_sdk::{AiRequest, NodeCtx, NodeError, Text, wop_node};
 
-    #[wop_node(type_id = "community.test.two-calls", version = "1.0.0")]
-    async fn two_calls(ctx: &NodeCtx<'_>, prompt: String) -> Result<String, NodeError> {
-        let a = ctx
-            .call_ai(AiRequest::<Text>::prompt(prompt.clone()))
-            .await?;
-        let b = ctx.call_ai(AiRequest::<Text>::prompt(prompt)).await?;
-        let (Ok(Text(a)), Ok(Text(b))) = (a.into_output(), b.into_output()) else {
-            return Err(NodeError::new("no text"));
+    #[test]
+    fn a_call_step_carries_a_new_schema_once() {
+        let schema = Arc::new(json!({"type": "object"}));
+        let request = HostRequest {
+            text: "{\"responseSchema\":0}".to_owned(),
+            schema: Some((0, Arc::clone(&schema))),
         };
-        Ok(format!("{a}+{b}"))
-    }
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct Line {
-        text: String,
-    }
-
-    #[wop_node(type_id = "community.test.two-lines", version = "1.0.0")]
-    async fn two_lines(ctx: &NodeCtx<'_>, prompt: String) -> Result<String, NodeError> {
-        let mut lines = Vec::new();
-        for _ in 0..2 {
-            let c = ctx
-                .call_ai(AiRequest::<Line>::prompt(prompt.clone()))
-                .await?;
-            lines.push(c.into_output().map(|l| l.text).unwrap_or_default());
-        }
-        Ok(lines.join("+"))
-    }
-
-    fn packs() -> &'static [Pack] {
-        static PACKS: OnceLock<Vec<Pack>> = OnceLock::new();
-        PACKS.get_or_init(|| {
-            vec![
-                Pack::new("community.test.pack", "1.0.0")
-                    .node(TwoCalls)
-                    .node(TwoLines),
-            ]
-        })
-    }
-
-    fn request() -> String {
-        json!({"typeId": "community.test.two-calls", "runId": "r", "nodeId": "n", "inputs": "hi",
-               "defaults": {"provider": "mock", "model": "m"}})
-        .to_string()
-    }
-
-    fn parse(s: &str) -> Value {
-        serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
-    }
-
-    #[test]
-    fn a_node_runs_call_by_call_and_leaves_nothing_behind() {
-        let first = parse(&start(packs(), request()));
-        let task = u32::try_from(first["task"].as_u64().expect("a task")).expect("u32");
-        assert_eq!(first["calls"][0]["request"]["messages"][0]["content"], "hi");
-        let answer = json!({"result": {"content": "one"}}).to_string();
-        let second = parse(&resume(task, 1, answer));
-        assert_eq!(second["calls"][0]["id"], 2);
-        // An answer to a call that is not waiting is refused; the task goes on.
-        assert!(parse(&resume(task, 1, "{}".to_owned()))["error"].is_string());
-        let answer = json!({"result": {"content": "two"}}).to_string();
-        let third = parse(&resume(task, 2, answer));
+        let mut known = Vec::new();
+        let first: Value =
+            serde_json::from_str(&call_step(&mut known, 1, &request)).expect("JSON");
         assert_eq!(
-            third["done"],
-            json!({"status": "success", "outputs": "one+two"})
+            first,
+            json!({"calls": [{"id": 1, "schema": 0, "request": {"responseSchema": 0}}],
+                   "schemas": [[0, {"type": "object"}]]})
         );
-        assert!(!cancel(task), "an ended task is gone");
-    }
-
-    #[test]
-    fn a_cancelled_task_is_dropped() {
-        let first = parse(&start(packs(), request()));
-        let task = u32::try_from(first["task"].as_u64().expect("a task")).expect("u32");
-        assert!(cancel(task));
-        assert_eq!(
-            parse(&resume(task, 1, "{}".to_owned()))["done"]["error"]["code"],
-            ErrorCode::NodeFailed.as_str()
-        );
-    }
-
-    #[test]
-    fn a_response_schema_crosses_once_per_node_execution() {
-        let request = request().replace("two-calls", "two-lines");
-        let first = parse(&start(packs(), request));
-        let task = u32::try_from(first["task"].as_u64().expect("a task")).expect("u32");
-        let schema = &first["schemas"][0];
-        assert_eq!(schema[0], 0);
-        assert_eq!(schema[1]["properties"]["text"]["type"], "string", "{first}");
-        let call = &first["calls"][0];
-        assert_eq!(
-            (&call["schema"], &call["request"]["responseSchema"]),
-            (&json!(0), &json!(0))
-        );
-        let answer = |t: &str| json!({"result": {"data": {"text": t}}}).to_string();
-        let second = parse(&resume(task, 1, answer("a")));
-        // The second call of the same output type names the schema JavaScript has.
+        let second: Value =
+            serde_json::from_str(&call_step(&mut known, 2, &request)).expect("JSON");
         assert!(second.get("schemas").is_none(), "{second}");
         assert_eq!(second["calls"][0]["schema"], 0);
-        let third = parse(&resume(task, 2, answer("b")));
-        assert_eq!(
-            third["done"],
-            json!({"status": "success", "outputs": "a+b"})
-        );
     }
 }

@@ -113,6 +113,14 @@ impl LocalHostBuilder {
         self
     }
 
+    /// How long a node may run before the host drops it and fails it `wop-sdk.node_timeout`
+    /// (default 5 minutes, [`LocalConfig::node_timeout`]).
+    #[must_use]
+    pub fn node_timeout(mut self, d: Duration) -> Self {
+        self.config.node_timeout = d;
+        self
+    }
+
     /// Any other setting (validated with the rest when the host is built).
     #[must_use]
     pub fn config(mut self, f: impl FnOnce(&mut LocalConfig)) -> Self {

@@ -43,7 +43,16 @@ pub struct LocalConfig {
     pub default_owner: String,
     /// How many finished runs keep their private diagnostics (the oldest are pruned first).
     pub diagnostics_retained_runs: usize,
+    /// How long a node may run: past it, the host drops the node's execution (and every future
+    /// it awaited) and the node fails `wop-sdk.node_timeout`, as the Node bridge does at the
+    /// node configuration's `timeoutMs` (default [`DEFAULT_NODE_TIMEOUT`], the pack's default
+    /// there too).
+    pub node_timeout: Duration,
 }
+
+/// The node timeout of a host that sets none: 5 minutes, the pack folder's default
+/// `timeoutMs` (`wop_sdk_host::pack::DEFAULT_TIMEOUT_MS`).
+pub const DEFAULT_NODE_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Default for LocalConfig {
     fn default() -> Self {
@@ -66,6 +75,7 @@ impl Default for LocalConfig {
             default_model: "mock-1".into(),
             default_owner: "local-user".into(),
             diagnostics_retained_runs: 1024,
+            node_timeout: DEFAULT_NODE_TIMEOUT,
         }
     }
 }
@@ -86,6 +96,7 @@ impl LocalConfig {
         self.max_reply_bytes = self.max_reply_bytes.max(1);
         self.max_json_depth = self.max_json_depth.max(1);
         self.max_retry_backoff = self.max_retry_backoff.max(self.retry_backoff);
+        self.node_timeout = self.node_timeout.max(Duration::from_millis(1));
         self
     }
 }

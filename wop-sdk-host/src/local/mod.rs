@@ -24,6 +24,7 @@
 //! | backoff after a transient provider error | 250 ms doubled per error, at most 20 s, or the server's `Retry-After` |
 //! | largest reply accepted | 8 MiB; JSON nesting depth 128 |
 //! | private diagnostics kept | those of the last 1024 finished runs |
+//! | node timeout | 5 min, then the node is dropped and fails `wop-sdk.node_timeout` (the bridge: the node configuration's `timeoutMs`, the same default) |
 //!
 //! Settings out of range are brought inside it when the host is built
 //! ([`LocalConfig::validated`]).
@@ -75,7 +76,7 @@ mod typed;
 pub use crate::provider::mock::{Script, ScriptedProvider, Step};
 pub use crate::provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
 pub use builder::LocalHostBuilder;
-pub use config::LocalConfig;
+pub use config::{DEFAULT_NODE_TIMEOUT, LocalConfig};
 pub use diagnostics::Diagnostic;
 pub use events::{Observer, PROVIDER_REQUEST};
 pub use host::LocalHost;

@@ -136,13 +136,54 @@ impl LocalHost {
         let (outcome, started) = match self.prepare(start, node, &input, script).await {
             Some(refused) => (refused, false),
             None => (
-                execute(host, run_id.clone(), node_id, node, input).await,
+                self.execute_in_time(host, run_id.clone(), node_id, node, input)
+                    .await,
                 true,
             ),
         };
         drop(active);
         self.inner.diagnostics.run_finished(&run_id);
         (outcome, started)
+    }
+
+    /// [`execute`] within the host's node timeout: past it, the node's execution is dropped
+    /// (its calls, reservations and spawned `JoinSet`s with it) and it fails
+    /// `wop-sdk.node_timeout`, recorded as its `node.failed`.
+    async fn execute_in_time(
+        &self,
+        host: Arc<dyn Host>,
+        run_id: RunId,
+        node_id: Arc<str>,
+        node: &dyn DynNode,
+        input: Value,
+    ) -> NodeOutcome {
+        let limit = self.inner.config.node_timeout;
+        let running = execute(
+            Arc::clone(&host),
+            run_id.clone(),
+            Arc::clone(&node_id),
+            node,
+            input,
+        );
+        if let Ok(outcome) = tokio::time::timeout(limit, running).await {
+            return outcome;
+        }
+        let result = Err(ErrorEnvelope::new(
+            ErrorCode::NodeTimeout,
+            format!(
+                "the node did not end within its timeout of {} ms",
+                limit.as_millis()
+            ),
+        ));
+        host.record_event(&run_id, wop_sdk::node::ended(Arc::clone(&node_id), &result))
+            .await;
+        NodeOutcome {
+            run_id,
+            node_id: String::from(&*node_id),
+            result,
+            calls: Vec::new(),
+            budget: BudgetStatus::default(),
+        }
     }
 
     /// Records the run and readies the provider; the refusal of a run that cannot start.

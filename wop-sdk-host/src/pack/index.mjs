@@ -3,8 +3,10 @@
 // The pack's nodes are Rust, compiled into a Node native addon (wop-sdk-node). This module is
 // what a host that loads JavaScript packs imports: it exports `nodes`, a map typeId → async
 // (ctx) => ({status: 'success', outputs}); a node fails by throwing an Error whose `code` is a
-// string. Every answer of the host's ctx.callAI (a result, a thrown error or value, a call that
-// does not settle within the node's timeout) reaches the addon as data, never as a rejection.
+// string. Every answer of the host's ctx.callAI (a result, a thrown error or value) reaches the
+// addon as data, never as a rejection. The node runs on the addon's own async runtime, so it
+// may await timers, sockets and tasks; it ends within its timeout (wop-sdk.node_timeout), and
+// when the host's abort signal (`ctx.signal`) fires (wop-sdk.node_cancelled).
 //
 // Host kind: WOP_SDK_HOST_CAPABILITIES (read once, at import) is the host's capability document
 // as JSON text, or `@/path/to/file.json`. Unset: the public openwop-app snapshot, which
@@ -29,6 +31,8 @@ const ABI = __ABI__;
 const ADDON = __ADDON__;
 const NODE_FAILED = __NODE_FAILED__;
 const ADDON_UNLOADABLE = __ADDON_UNLOADABLE__;
+const NODE_TIMEOUT = __NODE_TIMEOUT__;
+const NODE_CANCELLED = __NODE_CANCELLED__;
 // What wop-sdk adds to pack.json's content, kept here so pack.json stays valid against the
 // registry's closed manifest schema: the bridge ABI, the addon's digest and platforms, and each
 // node's `x-maxCalls` / `x-retry` (enforced in the addon; the retry policy goes with each call).
@@ -234,8 +238,18 @@ function loadAddon() {
   } catch (e) {
     const why = e instanceof Error ? e.message : String(e);
     const abi = /NODE_MODULE_VERSION|was compiled against a different Node/.test(why) ? ' (built for another Node: rebuild with this Node)' : '';
-    return { error: `__PACK__ could not load its addon: ${why}${abi}` };
+    const full = `__PACK__ could not load its addon: ${why}${abi}`;
+    // The host's operator gets the whole text, paths included, in the host process's log; a
+    // node's error, which reaches the host's API callers, names no folder of this machine.
+    console.error(`[wop-sdk] ${full}`);
+    return { error: `${withoutPaths(full)} (the host's log has the whole message)` };
   }
+}
+
+// `text` with every absolute path cut to its last part: no folder of the host's machine (the
+// addon folder, the pack's, a home) reaches a node's error.
+function withoutPaths(text) {
+  return text.replace(/(?:[A-Za-z]:)?[\\/](?:[^\s:'"`,;()\\/]+[\\/])+([^\s:'"`,;()\\/]*)/g, (_, last) => (last === '' ? '<folder>' : last));
 }
 const LOADED = loadAddon();
 const addon = LOADED.addon;
@@ -268,84 +282,17 @@ function describe(thrown) {
 }
 
 const MISSING = JSON.stringify({ error: { code: 'host_capability_missing', message: 'the host offers no ctx.callAI', thrown: 'missing' } });
-const TIMED_OUT = JSON.stringify({ error: { code: 'node_timeout', message: 'ctx.callAI did not settle within the node\'s timeout', thrown: 'timeout' } });
+// How long past the node's timeout this module waits for the addon's own end of the node
+// (`wop-sdk.node_timeout`, from the addon's runtime) before it ends the node itself: only a node
+// that holds its thread without yielding (a synchronous loop) gets that far.
+const BACKSTOP_MS = 2_000;
+const MAX_TIMEOUT_MS = 2 ** 32 - 1;
 
 function resultText(result) {
   try {
     return JSON.stringify({ result: result === undefined ? null : result });
   } catch (e) {
     return JSON.stringify({ error: { code: 'protocol_error', message: `the result cannot be read: ${describe(e).message}`, thrown: 'value' } });
-  }
-}
-
-// The ctx.callAI calls of one node execution. Every answer (a result, a thrown error or value, a
-// call that does not settle within the node's timeout) becomes JSON text, {result} or {error},
-// queued for the addon; nothing rejects. One timer per node execution: when it fires, every call
-// still waiting is answered node_timeout (its late answer is dropped), and so is every later call,
-// without reaching the host.
-class Calls {
-  constructor(ctx, timeoutMs) {
-    this.ctx = ctx;
-    this.waiting = new Set();
-    this.ready = []; // id, text, id, text, ...
-    this.wake = null;
-    this.timedOut = false;
-    this.timer = setTimeout(() => {
-      this.timedOut = true;
-      for (const id of this.waiting) this.ready.push(id, TIMED_OUT);
-      this.waiting.clear();
-      this.notify();
-    }, timeoutMs);
-  }
-
-  notify() {
-    const wake = this.wake;
-    if (wake !== null) {
-      this.wake = null;
-      wake();
-    }
-  }
-
-  answer(id, text) {
-    if (!this.waiting.delete(id)) return; // answered node_timeout already
-    this.ready.push(id, text);
-    this.notify();
-  }
-
-  start(id, request) {
-    if (this.timedOut) {
-      this.ready.push(id, TIMED_OUT);
-      return;
-    }
-    this.waiting.add(id);
-    try {
-      if (typeof this.ctx.callAI !== 'function') return this.answer(id, MISSING);
-      // Inside the try too: a host's promise whose `then` throws is an answer, not a crash.
-      Promise.resolve(this.ctx.callAI(request)).then(
-        (result) => this.answer(id, resultText(result)),
-        (e) => this.answer(id, JSON.stringify({ error: describe(e) })),
-      );
-    } catch (e) {
-      this.answer(id, JSON.stringify({ error: describe(e) }));
-    }
-  }
-
-  // The next answer, as [id, text], or undefined when none has come yet.
-  take() {
-    if (this.ready.length === 0) return undefined;
-    const id = this.ready.shift();
-    return [id, this.ready.shift()];
-  }
-
-  // Settles when an answer comes (or the deadline passes).
-  wait() {
-    return new Promise((resolve) => {
-      this.wake = resolve;
-    });
-  }
-
-  end() {
-    clearTimeout(this.timer);
   }
 }
 
@@ -365,10 +312,106 @@ function text(v) {
   return typeof v === 'string' && v.length > 0 ? v : null;
 }
 
+// The host's abort signal for the node, when it gives one (`ctx.signal`, an AbortSignal).
+function abortSignal(ctx) {
+  const s = ctx?.signal;
+  return s !== null && typeof s === 'object' && typeof s.addEventListener === 'function' && typeof s.aborted === 'boolean' ? s : null;
+}
+
+// One node execution. The node runs on the addon's runtime; the addon calls `step` (on this
+// thread, through an N-API thread-safe function) with each ctx.callAI call the node makes
+// ({calls: [{id, schema?, request}], schemas?: [[index, schema]]}) and once with its outcome
+// ({done}). Every answer of the host's ctx.callAI (a result, a thrown error or value) becomes
+// JSON text, {result} or {error}, handed back with wopResume; nothing rejects. The node's
+// timeout is the addon's to enforce; a backstop timer here, and the host's abort signal, end it
+// from this side (wopCancel).
+class Execution {
+  constructor(typeId, ctx, timeoutMs, resolve, reject) {
+    this.typeId = typeId;
+    this.ctx = ctx;
+    this.timeoutMs = timeoutMs;
+    this.resolve = resolve;
+    this.reject = reject;
+    this.schemas = [];
+    this.task = undefined;
+    this.ended = false;
+    this.signal = abortSignal(ctx);
+    this.onAbort = () => this.stop(NODE_CANCELLED, `${typeId} was cancelled by the host (its abort signal fired)`);
+    this.backstop = null;
+  }
+
+  start(request) {
+    if (this.signal?.aborted) return this.onAbort();
+    this.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.backstop = setTimeout(() => this.stop(NODE_TIMEOUT, `${this.typeId} did not end within its timeout of ${this.timeoutMs} ms, and its addon did not end it: the node holds its thread without yielding (use spawn_blocking for long synchronous work)`), Math.min(this.timeoutMs + BACKSTOP_MS, MAX_TIMEOUT_MS));
+    try {
+      this.task = addon.wopStart(request, this.timeoutMs, (step) => this.step(step));
+    } catch (e) {
+      this.stop(NODE_FAILED, `${this.typeId} could not start in its addon: ${describe(e).message}`);
+    }
+  }
+
+  // What the addon says; never throws (a throw here would be the host process's uncaught
+  // exception).
+  step(text) {
+    if (this.ended) return;
+    try {
+      const step = JSON.parse(text);
+      if (step.done !== undefined) return this.finish(step.done);
+      if (step.schemas !== undefined) for (const [i, schema] of step.schemas) this.schemas[i] = schema;
+      for (const c of step.calls) {
+        if (c.schema !== undefined) c.request.responseSchema = copy(this.schemas[c.schema]);
+        this.call(c.id, c.request);
+      }
+    } catch (e) {
+      this.stop(NODE_FAILED, `${this.typeId} could not run in its addon: ${describe(e).message}`);
+    }
+  }
+
+  call(id, request) {
+    try {
+      if (typeof this.ctx.callAI !== 'function') return this.answer(id, MISSING);
+      // Inside the try too: a host's promise whose `then` throws is an answer, not a crash.
+      Promise.resolve(this.ctx.callAI(request)).then(
+        (result) => this.answer(id, resultText(result)),
+        (e) => this.answer(id, JSON.stringify({ error: describe(e) })),
+      );
+    } catch (e) {
+      this.answer(id, JSON.stringify({ error: describe(e) }));
+    }
+  }
+
+  // An answer after the node ended (a late one, after a timeout) is dropped.
+  answer(id, text) {
+    if (!this.ended) addon.wopResume(this.task, id, text);
+  }
+
+  end() {
+    this.ended = true;
+    clearTimeout(this.backstop);
+    this.signal?.removeEventListener('abort', this.onAbort);
+  }
+
+  finish(answer) {
+    this.end();
+    if (answer.status === 'success') return this.resolve({ status: 'success', outputs: answer.outputs });
+    const error = answer.error ?? {};
+    this.reject(new WopNodeError(typeof error.code === 'string' ? error.code : NODE_FAILED, error.message ?? 'the node failed', error.details));
+  }
+
+  // Ends the execution from this side: the addon drops the node, and no `done` follows.
+  stop(code, message) {
+    if (this.ended) return;
+    this.end();
+    if (this.task !== undefined) addon.wopCancel(this.task);
+    this.reject(new WopNodeError(code, message));
+  }
+}
+
 async function run(typeId, ctx) {
   if (LOADED.error !== undefined) throw new WopNodeError(ADDON_UNLOADABLE, LOADED.error);
   const config = ctx !== null && typeof ctx === 'object' && ctx.config !== null && typeof ctx.config === 'object' ? ctx.config : {};
-  const timeoutMs = Number.isFinite(config.timeoutMs) && config.timeoutMs > 0 ? config.timeoutMs : DEFAULTS.timeoutMs;
+  const timeoutMs = Math.min(Math.ceil(Number.isFinite(config.timeoutMs) && config.timeoutMs > 0 ? config.timeoutMs : DEFAULTS.timeoutMs), MAX_TIMEOUT_MS);
   let request;
   try {
     request = JSON.stringify({
@@ -383,42 +426,7 @@ async function run(typeId, ctx) {
   } catch (e) {
     throw new WopNodeError('validation_error', `the node's inputs are not JSON: ${describe(e).message}`, { field: 'input' });
   }
-  const calls = new Calls(ctx, timeoutMs);
-  let answer;
-  let task;
-  try {
-    // The node runs in the addon on this thread, call by call: each step answers the calls it
-    // made ({task, schemas?: [[index, schema]], calls: [{id, schema?, request}]}) or its outcome
-    // ({done}). A response schema comes once per node execution; a call that names it gets a
-    // copy of it as its request's responseSchema.
-    const schemas = [];
-    let step = JSON.parse(addon.wopStart(request));
-    while (step.done === undefined) {
-      if (step.error !== undefined) throw new Error(step.error);
-      task = step.task;
-      if (step.schemas !== undefined) for (const [i, schema] of step.schemas) schemas[i] = schema;
-      for (const c of step.calls) {
-        if (c.schema !== undefined) c.request.responseSchema = copy(schemas[c.schema]);
-        calls.start(c.id, c.request);
-      }
-      let next = calls.take();
-      while (next === undefined) {
-        await calls.wait();
-        next = calls.take();
-      }
-      step = JSON.parse(addon.wopResume(task, next[0], next[1]));
-    }
-    task = undefined;
-    answer = step.done;
-  } catch (e) {
-    throw new WopNodeError(NODE_FAILED, `${typeId} could not run in its addon: ${describe(e).message}`);
-  } finally {
-    calls.end();
-    if (task !== undefined) addon.wopCancel(task);
-  }
-  if (answer.status === 'success') return { status: 'success', outputs: answer.outputs };
-  const error = answer.error ?? {};
-  throw new WopNodeError(typeof error.code === 'string' ? error.code : NODE_FAILED, error.message ?? 'the node failed', error.details);
+  return new Promise((resolve, reject) => new Execution(typeId, ctx, timeoutMs, resolve, reject).start(request));
 }
 
 export const nodes = Object.fromEntries(TYPE_IDS.map((typeId) => [typeId, (ctx) => run(typeId, ctx)]));

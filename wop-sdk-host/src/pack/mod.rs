@@ -40,7 +40,7 @@ pub use error::PackError;
 pub use portable::WOP_SDK_LINE;
 
 /// The version of the addon contract the generated `index.mjs` speaks (`wop_sdk_node::ABI_VERSION`).
-pub const BRIDGE_ABI: u32 = 2;
+pub const BRIDGE_ABI: u32 = 3;
 
 /// The node timeout `index.mjs` uses when neither the node's configuration (`timeoutMs`) nor
 /// `--timeout-ms` gives one: 5 minutes.
@@ -251,6 +251,14 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         .replace(
             "__ADDON_UNLOADABLE__",
             &js_string(wop_sdk::wire::ErrorCode::AddonUnloadable.as_str()),
+        )
+        .replace(
+            "__NODE_TIMEOUT__",
+            &js_string(wop_sdk::wire::ErrorCode::NodeTimeout.as_str()),
+        )
+        .replace(
+            "__NODE_CANCELLED__",
+            &js_string(wop_sdk::wire::ErrorCode::NodeCancelled.as_str()),
         );
     write(&dir.join("index.mjs"), index.as_bytes())?;
     Ok(dir)

@@ -35,8 +35,9 @@ use wop_sdk::wire::{
 /// One `ctx.callAI` call, as the generated `index.mjs` makes it: the request in (JSON text, its
 /// schema apart, [`HostRequest`]), the answer as JSON text out: `{"result": <the host's
 /// result>}` or `{"error": {"code"?, "message", "details"?, "thrown"}}` (`thrown`: `error` for
-/// an `Error`, `value` for anything else thrown, `timeout` for a call that did not settle within
-/// the node's timeout, `missing` when the host offers no `ctx.callAI`). `Err` is a failure of
+/// an `Error`, `value` for anything else thrown, `missing` when the host offers no
+/// `ctx.callAI`; a call that does not settle is ended with its node, at the node's timeout).
+/// `Err` is a failure of
 /// the bridge itself (the call could not be made or its answer not read).
 pub trait JsCallAi: Send + Sync {
     /// Makes the call.

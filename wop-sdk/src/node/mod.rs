@@ -7,6 +7,7 @@ mod error;
 mod runner;
 mod spec;
 mod state;
+mod unwind;
 
 pub use ctx::NodeCtx;
 pub use error::NodeError;

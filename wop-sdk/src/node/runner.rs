@@ -5,6 +5,7 @@ use super::ctx::NodeCtx;
 use super::error::NodeErrorKind;
 use super::spec::DynNode;
 use super::state::{CallReport, RunState};
+use super::unwind::{Unwinding, panic_message};
 use crate::budget::BudgetStatus;
 use crate::caps::RunCapabilities;
 use crate::host::{Host, RunId};
@@ -129,10 +130,14 @@ async fn execute_in(
         .with_detail("capability", missing.name()))
     } else {
         let ctx = NodeCtx::new(Arc::clone(&state));
-        let out = node.run_json(&ctx, input).await;
+        let out = Unwinding(node.run_json(&ctx, input)).await;
         match out {
-            Ok(v) => Ok(v),
-            Err(e) => Err(match e.kind {
+            Err(panic) => Err(ErrorEnvelope::new(
+                ErrorCode::NodeFailed,
+                format!("the node panicked: {}", panic_message(&*panic)),
+            )),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(match e.kind {
                 NodeErrorKind::Own(env) => env,
                 NodeErrorKind::Ai { id, ref book } => {
                     if Arc::ptr_eq(book, &state.failures) {

@@ -61,11 +61,20 @@ pub enum ErrorCode {
     /// loads such a file. `wop-sdk.addon_unloadable`.
     #[serde(rename = "wop-sdk.addon_unloadable")]
     AddonUnloadable,
+    /// The node did not end within its timeout (the node configuration's `timeoutMs`, else the
+    /// host's default): the host dropped its execution, and whatever it awaited with it.
+    /// `wop-sdk.node_timeout`.
+    #[serde(rename = "wop-sdk.node_timeout")]
+    NodeTimeout,
+    /// The host gave up on the node before it ended (its run was cancelled, the node's abort
+    /// signal fired): the execution was dropped. `wop-sdk.node_cancelled`.
+    #[serde(rename = "wop-sdk.node_cancelled")]
+    NodeCancelled,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 14] = [
         Self::ValidationError,
         Self::CapabilityNotProvided,
         Self::EnvelopeInvalid,
@@ -78,6 +87,8 @@ impl ErrorCode {
         Self::ProtocolError,
         Self::NodeFailed,
         Self::AddonUnloadable,
+        Self::NodeTimeout,
+        Self::NodeCancelled,
     ];
 
     /// The wire spelling, e.g. `validation_error` or `wop-sdk.budget_exhausted`.
@@ -95,6 +106,8 @@ impl ErrorCode {
             Self::ProtocolError => "wop-sdk.protocol_error",
             Self::NodeFailed => "wop-sdk.node_failed",
             Self::AddonUnloadable => "wop-sdk.addon_unloadable",
+            Self::NodeTimeout => "wop-sdk.node_timeout",
+            Self::NodeCancelled => "wop-sdk.node_cancelled",
         }
     }
 
@@ -241,6 +254,8 @@ mod tests {
             ErrorCode::ProtocolError => 9,
             ErrorCode::NodeFailed => 10,
             ErrorCode::AddonUnloadable => 11,
+            ErrorCode::NodeTimeout => 12,
+            ErrorCode::NodeCancelled => 13,
         }
     }
 
