@@ -1,6 +1,8 @@
 //! The Rust side of the Node bridge, without Node: Book AI's `draft-scene` driven call by call
-//! through `wop_sdk_node::{start, resume}` (what the addon's `wopStart`/`wopResume` run), each
-//! call answered at once with an RFC 0248 result, with 1 and with 4 scenes (one call each);
+//! through `wop_sdk_node::{start, resume}` (what the addon's `wopStart`/`wopResume` run: the
+//! node on the addon's runtime, its steps handed to this thread through a channel where the
+//! addon has JavaScript's thread-safe function), each call answered at once with an RFC 0248
+//! result, with 1 and with 4 scenes (one call each);
 //! beside it, the same node on a `Host` that answers in Rust with the same result as a value
 //! (the runtime alone: no JSON text, no bridge).
 //!
@@ -14,6 +16,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::hint::black_box;
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 use wop_sdk::RunId;
@@ -53,17 +56,29 @@ fn number_after(step: &str, key: &str) -> u32 {
     digits.parse().expect("a number")
 }
 
+/// The steps of the executions this bench starts, as JavaScript's `onStep` would get them.
+struct ToChannel(Sender<String>);
+
+impl wop_sdk_node::StepSink for ToChannel {
+    fn send(&self, step: String) -> bool {
+        self.0.send(step).is_ok()
+    }
+}
+
 /// One node execution, answering every call at once; whether it succeeded. The steps are not
 /// parsed (JavaScript does that in the real path): the ids are read off the text.
 fn drive(request: &str) -> bool {
-    let mut step = wop_sdk_node::start(packs(), request.to_owned());
-    while !step.starts_with("{\"done\"") {
-        let task = number_after(&step, "\"task\":");
+    let (tx, rx): (Sender<String>, Receiver<String>) = channel();
+    let task = wop_sdk_node::start(packs(), request.to_owned(), 60_000, ToChannel(tx));
+    loop {
+        let step = rx.recv().expect("the execution sends `done` at its end");
+        if step.starts_with("{\"done\"") {
+            // `{"done":{"outputs":…,"status":"success"}}`: the outcome's keys are in order.
+            return step.ends_with("\"status\":\"success\"}}");
+        }
         let call = number_after(&step, "\"id\":");
-        step = wop_sdk_node::resume(task, call, ANSWER.to_owned());
+        assert!(wop_sdk_node::resume(task, call, ANSWER.to_owned()));
     }
-    // `{"done":{"outputs":…,"status":"success"}}`: the outcome's keys are in order.
-    step.ends_with("\"status\":\"success\"}}")
 }
 
 /// A host that answers every call at once, in Rust.

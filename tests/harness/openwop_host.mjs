@@ -19,7 +19,11 @@
 //   steps: [{ runId, nodeId, typeId, inputs, config?, script: [step, ...], hostAnswers?: [..],
 //             mutateRequests?: bool }],
 //   bench?: { rounds?, repeats?, concurrency? }   (the bridge's cost per call; see `bench` below)
+//   soak?: { typeId, inputs, config?, executions, samples? }   (memory and threads over many node
+//             executions in this one process; see soak.mjs)
 // }
+// A step's `abortAfterMs` gives its ctx an AbortSignal (`ctx.signal`) that fires after that long,
+// as a host that cancels a node does.
 // A step's `inputs` may hold {"$output": "<nodeId>", "pointer": "/json/pointer"}: the output of
 // an earlier step. `script` is the mock provider's replies for that node, one per provider request
 // (the wop-sdk script format: content or chunks, usage | false, finishReason, error, hang). `hostAnswers`
@@ -33,6 +37,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { installAll } from './registry_install.mjs';
+import { soak } from './soak.mjs';
 
 // ── Errors: the host's AiProviderError {code, message, details} ─────────────────────────────
 export class AiProviderError extends Error {
@@ -79,6 +84,7 @@ export class Registry {
       }
     }
     this.modules = new Map(); // typeId → execute(ctx)
+    this.loaded = new Map(); // pack dir → the pack's loaded module
   }
 
   async resolve(typeId) {
@@ -87,6 +93,7 @@ export class Registry {
     if (!pack) return null;
     const entry = pack.manifest.runtime?.entry ?? './index.mjs';
     const loaded = await import(pathToFileURL(join(pack.dir, entry)).href);
+    this.loaded.set(pack.dir, loaded);
     if (!loaded.nodes || typeof loaded.nodes !== 'object') throw new Error(`${pack.entry}: pack export missing \`nodes\` map`);
     for (const [id, fn] of Object.entries(loaded.nodes)) {
       if (typeof fn !== 'function') continue;
@@ -418,6 +425,7 @@ export async function runScenario(scenario) {
     const ctx = {
       runId: scope.runId, nodeId: scope.nodeId, tenantId: 'tenant-1', attempt: 1,
       inputs: resolveInputs(step.inputs ?? null, outputs), config: step.config ?? {}, configurable: {}, secrets: {},
+      ...(step.abortAfterMs !== undefined ? { signal: AbortSignal.timeout(step.abortAfterMs) } : {}),
       emit: async (type, payload) => { host.emit(scope, type, payload); return { eventId: `e${host.events.length}`, sequence: host.events.length }; },
       callAI: recorded(step.hostAnswers ? scriptedCallAI(step.hostAnswers) : (req) => host.callAI(scope, req)),
     };
@@ -438,6 +446,7 @@ export async function runScenario(scenario) {
   report.cacheHits = host.cacheHits;
   report.events = host.events.map((e) => ({ nodeId: e.nodeId, type: e.type }));
   if (scenario.bench) report.bench = await bench(registry, host, scenario.bench);
+  if (scenario.soak) report.soak = await soak(registry, scenario.soak);
   return report;
 }
 

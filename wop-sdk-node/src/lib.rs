@@ -123,7 +123,7 @@ pub use host::{
     HostKind, HostRequest, JsCallAi, JsHost, NodeConfig, OPENWOP_APP_SNAPSHOT, host_document,
 };
 pub use run::{ABI_VERSION, budget_check_json, manifests_json, pack_files_json, run_node};
-pub use task::{OnStep, cancel, in_progress, resume, start};
+pub use task::{OnStep, StepSink, cancel, in_progress, resume, start};
 
 /// Exports the nodes of one or more packs as a Node native addon. Invoke it once, at the root of
 /// a `cdylib` crate whose build script calls `napi_build::setup()`.

@@ -42,13 +42,27 @@ use wop_sdk::wire::ErrorCode;
 /// The execution's `onStep`: JavaScript's function, callable from any thread.
 pub type OnStep = ThreadsafeFunction<String, Unknown<'static>, String, Status, false>;
 
+/// Where an execution's steps go: JavaScript's [`OnStep`] in the addon; anything that can take
+/// text from any thread elsewhere (the bridge's Rust-side bench hands them to a channel).
+pub trait StepSink: Send + Sync + 'static {
+    /// Queues `step`; `false` when it can no longer be delivered (the host's environment is
+    /// closing).
+    fn send(&self, step: String) -> bool;
+}
+
+impl StepSink for OnStep {
+    fn send(&self, step: String) -> bool {
+        self.call(step, ThreadsafeFunctionCallMode::NonBlocking) == Status::Ok
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What one execution's calls share with JavaScript.
 struct Calls {
-    on_step: OnStep,
+    on_step: Box<dyn StepSink>,
     state: Mutex<CallState>,
 }
 
@@ -64,7 +78,7 @@ struct CallState {
 impl Calls {
     /// Queues `step` for JavaScript; `false` when the host's environment is closing.
     fn send(&self, step: String) -> bool {
-        self.on_step.call(step, ThreadsafeFunctionCallMode::NonBlocking) == Status::Ok
+        self.on_step.send(step)
     }
 }
 
@@ -97,8 +111,10 @@ impl JsCallAi for HandOff {
             };
             let _waiter = Waiter { calls: &self.0, id };
             if !self.0.send(step) {
-                return Err("the host's JavaScript environment is closing: the call was not made"
-                    .to_owned());
+                return Err(
+                    "the host's JavaScript environment is closing: the call was not made"
+                        .to_owned(),
+                );
             }
             rx.await
                 .map_err(|_| "the call's answer was dropped by the bridge".to_owned())
@@ -172,14 +188,19 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
 
 /// `wopStart`: starts one node execution (see [`run_node`] for `request`) that must end within
 /// `timeout_ms`, and answers its task id; everything else comes through `on_step`.
-pub fn start(packs: &'static [Pack], request: String, timeout_ms: u32, on_step: OnStep) -> u32 {
+pub fn start(
+    packs: &'static [Pack],
+    request: String,
+    timeout_ms: u32,
+    on_step: impl StepSink,
+) -> u32 {
     let id = {
         let mut next = lock(&NEXT);
         *next = next.wrapping_add(1).max(1);
         *next
     };
     let calls = Arc::new(Calls {
-        on_step,
+        on_step: Box::new(on_step),
         state: Mutex::default(),
     });
     let runtime = match crate::runtime::handle() {
@@ -270,8 +291,7 @@ mod tests {
             schema: Some((0, Arc::clone(&schema))),
         };
         let mut known = Vec::new();
-        let first: Value =
-            serde_json::from_str(&call_step(&mut known, 1, &request)).expect("JSON");
+        let first: Value = serde_json::from_str(&call_step(&mut known, 1, &request)).expect("JSON");
         assert_eq!(
             first,
             json!({"calls": [{"id": 1, "schema": 0, "request": {"responseSchema": 0}}],

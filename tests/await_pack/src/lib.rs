@@ -43,7 +43,11 @@ async fn ask<'run>(ctx: &NodeCtx<'run>, prompt: String) -> Result<String, NodeEr
 }
 
 /// A call, a `tokio::time::sleep`, a call.
-#[wop_node(type_id = "community.test.await.sleeps", version = "1.0.0", max_calls = 8)]
+#[wop_node(
+    type_id = "community.test.await.sleeps",
+    version = "1.0.0",
+    max_calls = 8
+)]
 pub async fn sleeps(ctx: &NodeCtx<'_>, input: Nap) -> Result<String, NodeError> {
     let first = ask(ctx, "before the nap".to_owned()).await?;
     let t0 = Instant::now();
@@ -54,7 +58,11 @@ pub async fn sleeps(ctx: &NodeCtx<'_>, input: Nap) -> Result<String, NodeError> 
 }
 
 /// A call, an HTTP GET with `reqwest` (the first reply as the query), a call with the body.
-#[wop_node(type_id = "community.test.await.fetches", version = "1.0.0", max_calls = 8)]
+#[wop_node(
+    type_id = "community.test.await.fetches",
+    version = "1.0.0",
+    max_calls = 8
+)]
 pub async fn fetches(ctx: &NodeCtx<'_>, input: Source) -> Result<String, NodeError> {
     let topic = ask(ctx, "a topic".to_owned()).await?;
     let response = reqwest::get(format!("{}?q={topic}", input.url))
@@ -68,7 +76,11 @@ pub async fn fetches(ctx: &NodeCtx<'_>, input: Source) -> Result<String, NodeErr
 
 /// Spawns tasks into a `JoinSet` (each sleeps, one blocking task, one through `tokio::spawn`),
 /// writes and reads a file with `tokio::fs`, then makes a call with what they gave.
-#[wop_node(type_id = "community.test.await.spawns", version = "1.0.0", max_calls = 8)]
+#[wop_node(
+    type_id = "community.test.await.spawns",
+    version = "1.0.0",
+    max_calls = 8
+)]
 pub async fn spawns(ctx: &NodeCtx<'_>, input: Fan) -> Result<String, NodeError> {
     let mut set = tokio::task::JoinSet::new();
     for i in 0..input.tasks.min(64) {
@@ -104,7 +116,11 @@ pub static TICKS: AtomicU64 = AtomicU64::new(0);
 
 /// A call, then a spawned ticking task and a future that never ends: the host's node timeout
 /// ends it.
-#[wop_node(type_id = "community.test.await.never-ends", version = "1.0.0", max_calls = 8)]
+#[wop_node(
+    type_id = "community.test.await.never-ends",
+    version = "1.0.0",
+    max_calls = 8
+)]
 pub async fn never_ends(ctx: &NodeCtx<'_>, _input: Nothing) -> Result<String, NodeError> {
     let _ = ask(ctx, "hello".to_owned()).await?;
     let mut set = tokio::task::JoinSet::new();
@@ -120,7 +136,11 @@ pub async fn never_ends(ctx: &NodeCtx<'_>, _input: Nothing) -> Result<String, No
 }
 
 /// A call, then a panic.
-#[wop_node(type_id = "community.test.await.panics", version = "1.0.0", max_calls = 8)]
+#[wop_node(
+    type_id = "community.test.await.panics",
+    version = "1.0.0",
+    max_calls = 8
+)]
 pub async fn panics(ctx: &NodeCtx<'_>, _input: Nothing) -> Result<String, NodeError> {
     let said = ask(ctx, "hello".to_owned()).await?;
     panic!("the node broke after `{said}`");

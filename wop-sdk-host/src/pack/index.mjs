@@ -430,3 +430,9 @@ async function run(typeId, ctx) {
 }
 
 export const nodes = Object.fromEntries(TYPE_IDS.map((typeId) => [typeId, (ctx) => run(typeId, ctx)]));
+
+// The node executions the addon still holds (started, not yet ended): 0 when the host is idle.
+// For a host's health checks and soak tests; 0 when the addon did not load.
+export function inProgress() {
+  return typeof addon?.wopInProgress === 'function' ? addon.wopInProgress() : 0;
+}

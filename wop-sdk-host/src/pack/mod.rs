@@ -232,34 +232,25 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
             js_string(sha)
         )
     };
+    use wop_sdk::wire::ErrorCode::{AddonUnloadable, NodeCancelled, NodeFailed, NodeTimeout};
     let defaults = json!({
         "provider": options.provider,
         "model": options.model,
         "timeoutMs": options.timeout_ms,
     });
-    let index = INDEX_TEMPLATE
+    let mut index = INDEX_TEMPLATE
         .replace("__PACK__", &format!("{name} {}", files.version()))
         .replace("__TYPE_IDS__", &json!(files.type_ids()).to_string())
         .replace("__DEFAULTS__", &defaults.to_string())
         .replace("__ABI__", &BRIDGE_ABI.to_string())
         .replace("__ADDON__", &addon_js)
-        .replace("__WOP_SDK__", &wop_sdk.to_string())
-        .replace(
-            "__NODE_FAILED__",
-            &js_string(wop_sdk::wire::ErrorCode::NodeFailed.as_str()),
-        )
-        .replace(
-            "__ADDON_UNLOADABLE__",
-            &js_string(wop_sdk::wire::ErrorCode::AddonUnloadable.as_str()),
-        )
-        .replace(
-            "__NODE_TIMEOUT__",
-            &js_string(wop_sdk::wire::ErrorCode::NodeTimeout.as_str()),
-        )
-        .replace(
-            "__NODE_CANCELLED__",
-            &js_string(wop_sdk::wire::ErrorCode::NodeCancelled.as_str()),
-        );
+        .replace("__WOP_SDK__", &wop_sdk.to_string());
+    // The codes the module gives its own failures: `__NODE_FAILED__` is `wop-sdk.node_failed`.
+    for code in [NodeFailed, AddonUnloadable, NodeTimeout, NodeCancelled] {
+        let wire = code.as_str();
+        let placeholder = wire.trim_start_matches("wop-sdk.").to_ascii_uppercase();
+        index = index.replace(&format!("__{placeholder}__"), &js_string(wire));
+    }
     write(&dir.join("index.mjs"), index.as_bytes())?;
     Ok(dir)
 }
