@@ -76,6 +76,38 @@ fn scenario(packs: &Path, install: bool) -> Value {
     })
 }
 
+/// `cargo wop new` inside another workspace (as in the SDK's own checkout) gives a crate cargo
+/// reads as a workspace of its own, not one that "believes it's in a workspace when it's not".
+#[test]
+fn a_new_pack_inside_another_workspace_is_a_workspace_of_its_own() {
+    let dir = fresh_dir("new-inside");
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[workspace]\nmembers = []\nresolver = \"3\"\n",
+    )
+    .expect("an outer workspace");
+    run(Command::new(cargo_wop())
+        .args(["wop", "new", "inner", "--sdk-path"])
+        .arg(ROOT)
+        .current_dir(&dir));
+    let metadata = run(Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(dir.join("inner")));
+    let metadata: Value = serde_json::from_slice(&metadata.stdout).expect("cargo metadata's JSON");
+    assert_eq!(
+        Path::new(metadata["workspace_root"].as_str().expect("a root")),
+        dir.join("inner")
+            .canonicalize()
+            .expect("the crate's folder"),
+    );
+}
+
 #[test]
 fn a_new_pack_tests_builds_and_runs_on_the_host_in_both_forms() {
     let dir = fresh_dir("new");

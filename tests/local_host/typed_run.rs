@@ -136,6 +136,34 @@ async fn a_failed_call_inside_is_the_nodes_failure_with_the_calls_public_code() 
     );
 }
 
+/// A test with one reply too few: the node's error says the script ran out and names the
+/// request it ran out on (the node's second call asks, the script had one step).
+#[tokio::test]
+async fn a_script_one_reply_short_fails_naming_the_exhausted_script() {
+    let (host, provider) = host_with(vec![valid()], |b| b);
+    let topic = || Topic {
+        topic: "lighthouses".into(),
+    };
+    host.run_typed(&TypedTitle, topic())
+        .await
+        .expect("the first run has its step");
+    let err = host
+        .run_typed(&TypedTitle, topic())
+        .await
+        .expect_err("no step left");
+    assert_eq!(err.code(), Some(ErrorCode::UpstreamUnavailable), "{err:?}");
+    let run = err.run_id().expect("a run was started").as_str().to_owned();
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!(
+            "the mock script is exhausted: request 1 of run {run} (node main, attempt 1 of \
+             its call; request 2 the provider received) found no step left in the shared script"
+        )),
+        "{message}"
+    );
+    assert_eq!(provider.request_count(), 2);
+}
+
 /// A node whose input carries a provider script, like the conformance fixture.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 struct WithScript {

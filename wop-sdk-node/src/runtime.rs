@@ -10,7 +10,7 @@
 //!
 //! Why a runtime of the bridge's own and not napi's `tokio_rt` feature: the bridge exports no
 //! `async fn` to JavaScript (a node execution is driven by `wopStart`/`wopResume` and reports
-//! through a thread-safe function, [`crate::task`]), so napi's runtime would only add its
+//! through a thread-safe function, `task.rs`), so napi's runtime would only add its
 //! lifecycle hooks; with its own, the bridge names its threads, bounds them and reads the worker
 //! count from the environment, and a pack's `tokio` dependency (any 1.x) is the same crate.
 

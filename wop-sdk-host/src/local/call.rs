@@ -308,7 +308,7 @@ impl Call<'_> {
             format!(
                 "{}; the request was sent and no answer came, so the provider may have received \
                  it: the outcome is unknown, the call is not repeated and not billed to the user",
-                crate::provider::class::classify_text(&cause).what_to_check()
+                crate::provider::class::public_advice(&cause)
             ),
         );
         Finished {

@@ -154,6 +154,20 @@ impl ProviderError {
     }
 }
 
+/// How the scripted provider's text starts when a request finds no step left.
+pub(crate) const SCRIPT_EXHAUSTED: &str = "the mock script is exhausted";
+
+/// The public sentence for a provider failure's private `text`: what to check for its class.
+/// The scripted provider's own failure (its script ran out) is told as it is: its text names the
+/// request and the test's script, nothing of a server or an account, and it is what the test's
+/// author needs to read.
+pub(crate) fn public_advice(text: &str) -> String {
+    if text.starts_with(SCRIPT_EXHAUSTED) {
+        return text.to_owned();
+    }
+    classify_text(text).what_to_check()
+}
+
 /// The class a private text starts with.
 pub(crate) fn classify_text(text: &str) -> FailureClass {
     if let Some(rest) = text.strip_prefix("HTTP ") {

@@ -3,7 +3,7 @@
 
 use super::RetryLoop;
 use super::types::{End, Miss, Signal};
-use crate::provider::class::classify_text;
+use crate::provider::class::public_advice;
 use wop_sdk::wire::ErrorCode;
 
 impl RetryLoop {
@@ -24,7 +24,7 @@ impl RetryLoop {
             unreachable!("exhausted always fails")
         };
         let message = if self.count == 0 {
-            let advice = classify_text(&cause).what_to_check();
+            let advice = public_advice(&cause);
             format!("no request reached the provider ({connections} failed): {advice}")
         } else {
             format!(
@@ -72,7 +72,7 @@ impl RetryLoop {
     /// for a provider failure what to check.
     fn exhausted_message(&self, last: Option<&Miss>) -> String {
         let advice = match last {
-            Some(Miss::Provider(cause)) => Some(classify_text(cause).what_to_check()),
+            Some(Miss::Provider(cause)) => Some(public_advice(cause)),
             _ => None,
         };
         match (self.reasons.as_slice(), advice) {

@@ -28,7 +28,7 @@ mod types;
 
 pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal, Unmetered};
 
-use crate::provider::class::classify_text;
+use crate::provider::class::public_advice;
 use crate::provider::{ProviderError, ProviderReply};
 use classify::{Verdict, classify};
 use serde_json::Value;
@@ -235,7 +235,7 @@ impl RetryLoop {
                 if !transient {
                     return Some(End::Failed {
                         code: ErrorCode::UpstreamUnavailable,
-                        message: classify_text(&cause).what_to_check(),
+                        message: public_advice(&cause),
                         cause,
                     });
                 }

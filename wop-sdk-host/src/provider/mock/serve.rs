@@ -7,6 +7,7 @@
 //! length`, the content cut), which makes budget growth visible.
 
 use super::{Script, Step};
+use crate::provider::class::SCRIPT_EXHAUSTED;
 use crate::provider::{Provider, ProviderError, ProviderReply, ProviderRequest};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -147,14 +148,35 @@ impl ScriptedProvider {
         let _guard = InFlight(&self.in_flight);
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let max_tokens = request.max_tokens;
-        let step = {
+        let (step, exhausted) = {
             let mut s = self.lock();
-            let step = match s.per_run.get_mut(&request.run_id) {
-                Some(own) => own.pop_front(),
-                None => s.shared.pop_front(),
+            let (step, script) = match s.per_run.get_mut(&request.run_id) {
+                Some(own) => (own.pop_front(), "the run's own script (set_run_script)"),
+                None => (
+                    s.shared.pop_front(),
+                    "the shared script (ScriptedProvider::new)",
+                ),
             };
+            // What the test's author needs to find the request the script was one step short
+            // for: it is told as it is (see `public_advice`).
+            let exhausted = step.is_none().then(|| {
+                let of_run = 1 + s
+                    .received
+                    .iter()
+                    .filter(|r| r.run_id == request.run_id)
+                    .count();
+                format!(
+                    "{SCRIPT_EXHAUSTED}: request {of_run} of run {} (node {}, attempt {} of its call; \
+                     request {} the provider received) found no step left in {script}: add \
+                     a step for it to the test's script",
+                    request.run_id.as_str(),
+                    request.node_id,
+                    request.attempt,
+                    s.received.len() + 1
+                )
+            });
             s.received.push(request);
-            step
+            (step, exhausted)
         };
         // Let other tasks run, as a real provider round trip would.
         tokio::task::yield_now().await;
@@ -162,7 +184,8 @@ impl ScriptedProvider {
             Some(Step::Chunked { chunks, end }) => (chunks, *end),
             Some(other) => (Vec::new(), other),
             None => {
-                return Err(ProviderError::Failed("the mock script is exhausted".into()));
+                let why = exhausted.unwrap_or_else(|| SCRIPT_EXHAUSTED.to_owned());
+                return Err(ProviderError::Failed(why));
             }
         };
         let streamed = !chunks.is_empty();
