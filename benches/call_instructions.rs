@@ -48,7 +48,7 @@ fn host(fail_first: u32) -> (LocalHost, Option<std::path::PathBuf>) {
         }
         _ => (Arc::new(MemoryJournal::new()), None),
     };
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(Instant { fail_first })
         .journal(journal)
         .build();

@@ -27,7 +27,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn host(journal: Arc<dyn Journal>, fail_first: u32) -> LocalHost {
-    LocalHost::builder()
+    LocalHost::rfc0248()
         .provider(Instant { fail_first })
         .journal(journal)
         .build()

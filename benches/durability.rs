@@ -138,7 +138,7 @@ fn journal_rate(
     if let Some(window) = window {
         journal.set_flush_window(window);
     }
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(Instant::default())
         .journal(journal.clone())
         .max_concurrent_generations(callers.max(8))

@@ -107,7 +107,7 @@ fn callers(journal: Arc<dyn Journal>, n: usize, d: Duration) -> (u64, Duration, 
         .enable_all()
         .build()
         .expect("runtime");
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(Instant::default())
         .journal(journal)
         .max_concurrent_generations(n.max(8))

@@ -139,7 +139,7 @@ fn cost(bench: bool) {
             started.elapsed()
         );
         for (name, j) in [("memory", mem), ("sqlite", sql)] {
-            let host = LocalHost::builder()
+            let host = LocalHost::rfc0248()
                 .provider(Instant::default())
                 .journal(j)
                 .build();
@@ -177,7 +177,7 @@ fn rss_child(kind: &str, runs: u32) {
         "log" => Arc::new(LogJournal::open(dir.join("journal.log")).expect("open")),
         _ => Arc::new(SqliteJournal::open(dir.join("journal.sqlite")).expect("open")),
     };
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(Instant::default())
         .journal(journal)
         .max_concurrent_generations(64)
@@ -221,7 +221,7 @@ fn rss_long(calls: u32, kind: &str) {
         (None, "log") => Arc::new(LogJournal::open(dir.join("journal.log")).expect("open")),
         (None, _) => Arc::new(MemoryJournal::new()),
     };
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(Instant::default())
         .journal(journal)
         .max_concurrent_generations(64)

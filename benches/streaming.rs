@@ -126,7 +126,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn host(chunks: usize) -> LocalHost {
-    LocalHost::builder()
+    LocalHost::rfc0248()
         .provider(Chunked { chunks })
         .journal(Arc::new(MemoryJournal::new()))
         .build()

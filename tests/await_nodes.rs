@@ -122,7 +122,7 @@ fn local_host(
     timeout: Duration,
 ) -> (LocalHost, ScriptedProvider) {
     let provider = ScriptedProvider::new(replies.iter().map(|r| Step::text(r, 3)).collect());
-    let builder = LocalHost::builder()
+    let builder = LocalHost::rfc0248()
         .provider(provider.clone())
         .node_timeout(timeout);
     let builder = if rfc0248 {

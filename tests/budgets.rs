@@ -11,7 +11,7 @@ use wop_sdk::{AiRequest, Capabilities, Node, NodeCtx, NodeError, Text, wop_node}
 use wop_sdk_host::local::LocalHost;
 
 fn local_caps() -> Capabilities {
-    Capabilities::negotiate(LocalHost::builder().build().capabilities())
+    Capabilities::negotiate(LocalHost::rfc0248().build().capabilities())
 }
 
 #[test]

@@ -69,7 +69,7 @@ fn host() -> (LocalHost, ScriptedProvider) {
         .collect(),
     );
     (
-        LocalHost::builder().provider(provider.clone()).build(),
+        LocalHost::rfc0248().provider(provider.clone()).build(),
         provider,
     )
 }
@@ -162,7 +162,7 @@ async fn an_aborted_run_leaves_nothing_behind_and_is_ambiguous_on_redelivery() {
 async fn a_call_given_up_is_ambiguous_at_once_for_every_host_sharing_the_journal() {
     let journal = Arc::new(MemoryJournal::new());
     let provider = ScriptedProvider::new([Step::Hang].into_iter().collect());
-    let first = LocalHost::builder()
+    let first = LocalHost::rfc0248()
         .provider(provider.clone())
         .journal(journal.clone())
         .build();
@@ -212,7 +212,7 @@ async fn a_call_given_up_is_ambiguous_at_once_for_every_host_sharing_the_journal
     assert_eq!(journal.leased(&key).await.expect("lease"), None);
 
     let spare = ScriptedProvider::new([Step::text("never", 1)].into_iter().collect());
-    let second = LocalHost::builder()
+    let second = LocalHost::rfc0248()
         .provider(spare.clone())
         .journal(journal.clone())
         .build();

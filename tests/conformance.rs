@@ -20,7 +20,7 @@ use wop_sdk_host::journal::{Journal, MemoryJournal, SqliteJournal};
 use wop_sdk_host::local::{LocalHost, Script, ScriptedProvider};
 
 async fn honest_host_passes_all_legs_with(journal: Arc<dyn Journal>) {
-    let host = LocalHost::builder().journal(journal).build();
+    let host = LocalHost::rfc0248().journal(journal).build();
     let report = run_conformance(&host).await;
     println!("{report}");
     assert!(report.all_passed(), "{report}");
@@ -76,7 +76,7 @@ async fn honest_local_host_passes_all_eight_legs_with_sqlite() {
 
 #[tokio::test]
 async fn a_host_advertising_neither_flag_is_skipped_not_passed() {
-    let host = LocalHost::builder().older_host().build();
+    let host = LocalHost::rfc0248().older_host().build();
     let report = run_conformance(&host).await;
     assert!(!report.all_passed());
     for (id, v) in &report.legs {
@@ -88,7 +88,7 @@ async fn a_host_advertising_neither_flag_is_skipped_not_passed() {
 
 #[tokio::test]
 async fn a_host_that_does_not_retry_blocks_the_count_legs() {
-    let host = LocalHost::builder().max_retry_attempts(1).build();
+    let host = LocalHost::rfc0248().max_retry_attempts(1).build();
     let report = run_conformance(&host).await;
     assert_eq!(
         report.ids_with("blocked"),
@@ -327,7 +327,7 @@ impl Host for LyingHost {
 
 async fn judge_liar(lie: Lie) -> Report {
     let provider = ScriptedProvider::default();
-    let local = LocalHost::builder().provider(provider.clone()).build();
+    let local = LocalHost::rfc0248().provider(provider.clone()).build();
     let liar = LyingHost {
         local: local.clone(),
         provider,

@@ -168,7 +168,7 @@ impl HostLayer for Liar {
 /// The local host; a ceiling of 8 for the cap lie, so that a cap of 3 binds below it.
 fn local(lie: Option<Lie>) -> LocalHost {
     let ceiling = if lie == Some(Lie::FourForThree) { 8 } else { 3 };
-    LocalHost::builder()
+    LocalHost::rfc0248()
         .provider(ScriptedProvider::default())
         .max_retry_attempts(ceiling)
         .build()

@@ -54,7 +54,7 @@ async fn hostile_replies_end_as_a_retry_or_an_opaque_failure() {
                 .into_iter()
                 .collect(),
         );
-        let host = LocalHost::builder().provider(p.clone()).build();
+        let host = LocalHost::rfc0248().provider(p.clone()).build();
         let r = host
             .call_ai_json(
                 &key(name),
@@ -65,7 +65,7 @@ async fn hostile_replies_end_as_a_retry_or_an_opaque_failure() {
         assert_eq!(r.attempts.map(|a| a.count), Some(2), "{name}");
         // Not retried: an opaque failure, the cause in the private diagnostics.
         let p = ScriptedProvider::new([hostile].into_iter().collect());
-        let host = LocalHost::builder().provider(p).build();
+        let host = LocalHost::rfc0248().provider(p).build();
         let f = host
             .call_ai_json(
                 &key(name),
@@ -96,7 +96,7 @@ async fn hostile_replies_end_as_a_retry_or_an_opaque_failure() {
 #[tokio::test]
 async fn a_plain_call_with_invalid_utf8_fails_cleanly() {
     let p = ScriptedProvider::new([raw(vec![0xc3, 0x28])].into_iter().collect());
-    let host = LocalHost::builder().provider(p).build();
+    let host = LocalHost::rfc0248().provider(p).build();
     let f = host
         .call_ai_json(&key("plain"), &json!({"prompt": "x"}))
         .await
@@ -120,7 +120,7 @@ async fn a_reply_after_the_caller_gave_up_is_ambiguous_and_never_charged() {
             })
         }
     });
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(late)
         .provider_timeout(Duration::from_millis(20))
         .build();
@@ -237,7 +237,7 @@ async fn a_failing_write_before_dispatch_refuses_the_call() {
     let journal = Arc::new(Faulty::default());
     journal.fail_begin.store(true, Ordering::SeqCst);
     let p = ScriptedProvider::new([Step::text("x", 1)].into_iter().collect());
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(p.clone())
         .journal(journal)
         .build();
@@ -263,7 +263,7 @@ async fn a_failing_terminal_write_is_ambiguous_on_re_entry_and_not_charged() {
             .into_iter()
             .collect(),
     );
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(p.clone())
         .journal(Arc::clone(&journal) as Arc<dyn Journal>)
         .build();

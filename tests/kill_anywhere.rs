@@ -61,7 +61,7 @@ fn load_child() {
             async { Ok(reply(r#"{"title":"t"}"#)) }
         });
         let host = Arc::new(
-            LocalHost::builder()
+            LocalHost::rfc0248()
                 .provider(provider)
                 .journal(Store::from_env().open(&dir, None))
                 .build(),
@@ -198,7 +198,7 @@ async fn killed_at_a_moment_nobody_chose_nothing_told_durable_is_lost_or_charged
         // Redelivered by a new process: recorded results are replayed, calls whose outcome the
         // kill took are ambiguous; neither asks the provider or charges again.
         let provider = ScriptedProvider::default();
-        let host = LocalHost::builder()
+        let host = LocalHost::rfc0248()
             .provider(provider.clone())
             .journal(store.open(&dir, None))
             .build();

@@ -80,7 +80,7 @@ async fn planted_secrets_never_reach_a_pack_visible_surface() {
         .into_iter()
         .collect(),
     );
-    let host = LocalHost::builder().provider(provider).build();
+    let host = LocalHost::rfc0248().provider(provider).build();
     let outcome = host.run(&Curious, json!({})).await;
     let events = host.events(&outcome.run_id).await;
     let mut surfaces: Vec<String> = SEEN.lock().map(|l| l.clone()).unwrap_or_default();

@@ -61,7 +61,7 @@ fn lease_owner_child() {
     };
     let dir = PathBuf::from(dir);
     child_runtime().block_on(async {
-        let host = LocalHost::builder()
+        let host = LocalHost::rfc0248()
             .journal(Store::from_env().open(&dir, None))
             .provider(Gate(dir.clone()))
             .build();

@@ -44,7 +44,7 @@ async fn sixty_four_runs_of_twenty_calls_under_a_cap_of_eight() {
             .map(|i| Step::json(&json!({"line": format!("l{i}")}), 3))
             .collect(),
     );
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(provider.clone())
         .max_concurrent_generations(8)
         .sqlite_journal(dir.join("journal.sqlite"))

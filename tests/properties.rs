@@ -187,7 +187,7 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         rt.block_on(async {
             let provider = ScriptedProvider::new(script.iter().map(step).collect());
-            let host = LocalHost::builder().provider(provider.clone()).max_retry_attempts(ceiling).build();
+            let host = LocalHost::rfc0248().provider(provider.clone()).max_retry_attempts(ceiling).build();
             let mut retry = Map::new();
             if let Some(m) = max_attempts { retry.insert("maxAttempts".into(), json!(m)); }
             retry.insert("growMaxTokens".into(), json!(grow));

@@ -62,7 +62,8 @@ async fn drafts_a_scene() {
         .into_iter()
         .collect(),
     );
-    let host = LocalHost::builder().provider(provider.clone()).build();
+    // An RFC 0248 host: it reports each call's attempts (`calls[0].requests`).
+    let host = LocalHost::rfc0248().provider(provider.clone()).build();
     let outcome = host
         .run(&DraftScene, serde_json::json!({"premise": "a lighthouse"}))
         .await;

@@ -76,7 +76,7 @@ fn crash_child() {
     child_runtime().block_on(async {
         // Deferred writes wait for a durable one: no flush on a timer can race the kill.
         let journal = Store::from_env().open(&dir, Some(Duration::from_secs(3600)));
-        let builder = LocalHost::builder().journal(journal);
+        let builder = LocalHost::rfc0248().journal(journal);
         let builder = match mode.as_str() {
             "after-dispatch" => builder.provider(Silent(dir.clone())),
             "after-reply" => {

@@ -193,7 +193,7 @@ impl HostLayer for Doctored {
 #[tokio::test]
 async fn a_node_on_a_host_in_process_that_breaks_the_rule_fails_as_a_protocol_error() {
     let attempts = sum_below_final().attempts.expect("attempts");
-    let inner = LocalHost::builder()
+    let inner = LocalHost::rfc0248()
         .provider(ScriptedProvider::new(
             [Step::text("a scene", 50)].into_iter().collect(),
         ))

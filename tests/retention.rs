@@ -20,7 +20,7 @@ async fn echo_line(ctx: &NodeCtx<'_>, topic: String) -> Result<String, NodeError
 }
 
 fn host(journal: Arc<MemoryJournal>) -> LocalHost {
-    LocalHost::builder()
+    LocalHost::rfc0248()
         .journal(journal)
         .provider(from_fn("mock", |_| async { Ok(reply("a line")) }))
         .build()
@@ -91,7 +91,7 @@ async fn a_run_with_its_node_executing_is_never_dropped() {
             Ok(reply("a line"))
         }
     });
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .journal(Arc::clone(&journal) as Arc<dyn Journal>)
         .provider(provider)
         .build();

@@ -32,7 +32,7 @@ async fn each_node_and_each_call_has_a_span_with_its_outcome() {
         .into_iter()
         .collect(),
     );
-    let host = LocalHost::builder().provider(provider).build();
+    let host = LocalHost::rfc0248().provider(provider).build();
     let (subscriber, captured) = trace::capture();
     {
         let _guard = tracing::subscriber::set_default(subscriber);

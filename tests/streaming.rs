@@ -87,7 +87,7 @@ async fn stream_once(ctx: &NodeCtx<'_>, prompt: String) -> Result<Seen, NodeErro
 fn host_with(steps: Vec<Step>) -> (LocalHost, ScriptedProvider) {
     let provider = ScriptedProvider::new(steps.into_iter().collect());
     (
-        LocalHost::builder().provider(provider.clone()).build(),
+        LocalHost::rfc0248().provider(provider.clone()).build(),
         provider,
     )
 }

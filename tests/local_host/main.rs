@@ -3,6 +3,7 @@
 
 mod ceilings;
 mod identity;
+mod profiles;
 mod retry_loop;
 mod typed_run;
 
@@ -34,7 +35,7 @@ fn host_with(
     f: impl FnOnce(wop_sdk_host::local::LocalHostBuilder) -> wop_sdk_host::local::LocalHostBuilder,
 ) -> (LocalHost, ScriptedProvider) {
     let provider = ScriptedProvider::new(steps.into_iter().collect());
-    let host = f(LocalHost::builder().provider(provider.clone())).build();
+    let host = f(LocalHost::rfc0248().provider(provider.clone())).build();
     (host, provider)
 }
 

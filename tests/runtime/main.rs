@@ -82,7 +82,7 @@ async fn draft(ctx: &NodeCtx<'_>, input: In) -> Result<Out, NodeError> {
 
 fn host(steps: Vec<Step>) -> (LocalHost, ScriptedProvider) {
     let p = ScriptedProvider::new(steps.into_iter().collect());
-    (LocalHost::builder().provider(p.clone()).build(), p)
+    (LocalHost::rfc0248().provider(p.clone()).build(), p)
 }
 
 fn scene(text: &str) -> Step {
@@ -340,7 +340,7 @@ async fn the_budget_refuses_the_call_that_could_overrun_and_never_one_that_fits(
 #[tokio::test]
 async fn without_attempts_the_budget_charges_the_worst_case() {
     let p = ScriptedProvider::new((0..10).map(|_| scene("a b c")).collect());
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(p.clone())
         .older_host()
         .build();
@@ -370,7 +370,7 @@ async fn strict(ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError> {
 #[tokio::test]
 async fn a_required_retry_policy_fails_on_an_older_host_before_any_request() {
     let p = ScriptedProvider::new([scene("a b c")].into_iter().collect());
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(p.clone())
         .older_host()
         .build();
@@ -397,11 +397,11 @@ async fn needs_attempts(_ctx: &NodeCtx<'_>, _input: In) -> Result<Out, NodeError
 
 #[tokio::test]
 async fn a_node_requiring_a_capability_refuses_to_start_without_it() {
-    let host = LocalHost::builder().older_host().build();
+    let host = LocalHost::rfc0248().older_host().build();
     let out = host.run(&NeedsAttempts, json!({"prompt": ""})).await;
     let e = out.result.expect_err("refused");
     assert_eq!(e.error, ErrorCode::CapabilityNotProvided);
-    let ok = LocalHost::builder()
+    let ok = LocalHost::rfc0248()
         .build()
         .run(&NeedsAttempts, json!({"prompt": ""}))
         .await;
@@ -410,7 +410,7 @@ async fn a_node_requiring_a_capability_refuses_to_start_without_it() {
 
 #[tokio::test]
 async fn bad_node_input_names_the_field() {
-    let out = LocalHost::builder()
+    let out = LocalHost::rfc0248()
         .build()
         .run(&Draft, json!({"promt": "typo"}))
         .await;
@@ -421,7 +421,7 @@ async fn bad_node_input_names_the_field() {
 
 #[test]
 fn estimates_match_the_worked_example() {
-    let caps = Capabilities::negotiate(LocalHost::builder().build().capabilities());
+    let caps = Capabilities::negotiate(LocalHost::rfc0248().build().capabilities());
     let mut est = Estimate::new(&caps);
     let plan = CallPlan::new([PlannedCall::structured(1000, RetryPolicy::HOST_DEFAULT)]);
     let n = est

@@ -52,7 +52,7 @@ async fn a_call_naming_a_provider_the_host_does_not_have_is_refused_before_any_r
         counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         async { Ok(reply("a line")) }
     });
-    let host = LocalHost::builder().provider(house).build();
+    let host = LocalHost::rfc0248().provider(house).build();
     let out = host.run(&Named, json!("elsewhere")).await;
     let error = out.result.expect_err("refused");
     assert_eq!(error.error, ErrorCode::ValidationError);

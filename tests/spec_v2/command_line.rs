@@ -94,7 +94,7 @@ fn everything_the_command_line_writes_follows_the_rules() {
     }
 
     // the capability document the local host advertises
-    let caps = LocalHost::builder().build().capabilities().to_json();
+    let caps = LocalHost::rfc0248().build().capabilities().to_json();
     assert_eq!(caps_problems(&caps), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(&dir);
 }

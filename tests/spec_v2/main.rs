@@ -74,7 +74,7 @@ async fn run_title(steps: Vec<Step>, nl_fallback: bool) -> (String, Vec<Value>) 
     ));
     let _ = std::fs::remove_file(&path);
     let journal: Arc<dyn Journal> = Arc::new(SqliteJournal::open(&path).expect("journal"));
-    let host = LocalHost::builder()
+    let host = LocalHost::rfc0248()
         .provider(ScriptedProvider::new(steps.into_iter().collect()))
         .journal(journal)
         .nl_fallback(nl_fallback)

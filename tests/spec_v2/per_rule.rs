@@ -189,7 +189,7 @@ async fn the_nl_to_format_fallback_has_its_v2_name() {
 
 #[test]
 fn the_capability_document_names_versions_and_records_each_family() {
-    let host = LocalHost::builder().nl_fallback(true).build();
+    let host = LocalHost::rfc0248().nl_fallback(true).build();
     let doc = host.capabilities().to_json();
     assert_eq!(caps_problems(&doc), Vec::<String>::new());
     assert_eq!(doc["preferredVersion"], "2.0");
@@ -216,7 +216,7 @@ fn the_capability_document_names_versions_and_records_each_family() {
 
 #[test]
 fn a_fractional_truncation_multiplier_is_read_and_written() {
-    let host = LocalHost::builder().build();
+    let host = LocalHost::rfc0248().build();
     let mut doc = host.capabilities().to_json();
     doc["envelopes"]["reliability"]["completion"]["truncationBudgetMultiplier"] = json!(1.5);
     let read = CapabilityDocument::from_json(&doc).expect("1.5 is in 1..8");

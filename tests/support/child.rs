@@ -169,7 +169,7 @@ pub fn wait_until(child: &mut Child, point: &str, mut reached: impl FnMut() -> b
 
 /// A local host on the `store` journal in `dir`, as a new process would open it.
 pub fn host_on_journal(dir: &Path, provider: &ScriptedProvider, store: Store) -> LocalHost {
-    LocalHost::builder()
+    LocalHost::rfc0248()
         .provider(provider.clone())
         .journal(store.open(dir, None))
         .build()

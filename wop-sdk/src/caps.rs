@@ -59,6 +59,30 @@ pub const DEFAULT_CEILING: u8 = wop_sdk_rules::retry::DEFAULT_CEILING;
 /// The truncation multiplier when a document does not advertise one.
 pub const DEFAULT_TRUNCATION_MULTIPLIER: u32 = 2;
 
+/// The document a runtime budgets with, from the one a host advertises.
+///
+/// On a host without `aiProviders.callAccounting` that advertises the natural-language fallback
+/// (`envelope.nlToFormat.engaged`, or the spec's `envelope.nl-to-format-engaged`), the fallback
+/// is one more provider request after the ceiling (openwop-app: 3 requests, then the fallback),
+/// so the ceiling to budget with is `maxRetryAttempts` +
+/// [`wop_sdk_rules::retry::FALLBACK_AFTER_CEILING`]. A host with `callAccounting` counts the
+/// fallback inside its ceiling (RFC 0248 §B.1), so its document is returned unchanged. The Node
+/// bridge and the local host both hand the runtime this document.
+pub fn charged_document(mut document: CapabilityDocument) -> CapabilityDocument {
+    if document.call_accounting.is_none()
+        && let Some(rel) = &mut document.reliability
+        && rel.events.iter().any(|e| {
+            let e = e.to_ascii_lowercase();
+            e.contains("nltoformat") || e.contains("nl-to-format")
+        })
+    {
+        rel.max_retry_attempts = rel
+            .max_retry_attempts
+            .saturating_add(wop_sdk_rules::retry::FALLBACK_AFTER_CEILING);
+    }
+    document
+}
+
 /// What a capability document advertises, read for estimates and tools.
 ///
 /// It carries no proof: the proofs come only from [`RunCapabilities`], which the runtime

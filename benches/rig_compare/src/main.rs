@@ -100,7 +100,7 @@ fn rig_extractor() -> Extractor<Line> {
 
 /// The host of `call_instructions.rs` (`host(0)`).
 fn wop_host() -> LocalHost {
-    LocalHost::builder()
+    LocalHost::rfc0248()
         .provider(common::Instant { fail_first: 0 })
         .journal(Arc::new(MemoryJournal::new()))
         .build()
@@ -110,7 +110,7 @@ fn wop_host() -> LocalHost {
 /// flag (no `attempts` record, no per-call `retry`), one provider request per call at most. The
 /// journal, the request fingerprint, the events and the budget cannot be turned off.
 fn wop_min_host() -> LocalHost {
-    LocalHost::builder()
+    LocalHost::rfc0248()
         .provider(common::Instant { fail_first: 0 })
         .journal(Arc::new(MemoryJournal::new()))
         .older_host()

@@ -131,7 +131,7 @@ async fn run_book_on(
 ) -> Result<BookReport, Refused> {
     let sent = Sent::default();
     let (on_reply, on_event, record) = (progress.clone(), progress.clone(), sent.clone());
-    let mut builder = LocalHost::builder()
+    let mut builder = LocalHost::rfc0248()
         .config(configure)
         // Every answer the provider gives gets a line, including a reply that withheld its usage
         // (no `provider.usage` event says anything about it).

@@ -17,7 +17,7 @@ pub(super) async fn conformance(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let journal = open_journal(journal, JournalUse::Record)?;
-    let mut builder = LocalHost::builder().journal(journal);
+    let mut builder = LocalHost::rfc0248().journal(journal);
     if older_host {
         builder = builder.older_host();
     }

@@ -27,7 +27,7 @@ pub(super) fn estimate_pack(
             pack.type_ids().join(", ")
         )));
     }
-    let host = LocalHost::builder().build();
+    let host = LocalHost::rfc0248().build();
     let caps = Capabilities::negotiate(host.capabilities());
     let mut estimate = Estimate::new(&caps);
     if let Some(unknown) = map.keys().find(|k| pack.find(k).is_none()) {

@@ -235,7 +235,7 @@ fn host_with(
     sent: &SentLog,
 ) -> LocalHost {
     let (on_reply, on_event, log) = (progress.clone(), progress.clone(), sent.clone());
-    let mut builder = LocalHost::builder()
+    let mut builder = LocalHost::rfc0248()
         .config(chosen.configure)
         .journal(journal)
         .provider(WatchedProvider::new(

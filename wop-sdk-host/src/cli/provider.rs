@@ -127,7 +127,7 @@ impl ProviderArgs {
                         "{flag} configures an OpenAI-compatible server: add `--provider openai`"
                     )));
                 }
-                Ok(LocalHost::builder().provider(ScriptedProvider::default()))
+                Ok(LocalHost::rfc0248().provider(ScriptedProvider::default()))
             }
             ProviderKind::Openai => self.openai(env),
         }

@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn a_long_node_id_keeps_the_columns() {
-        let caps = Capabilities::negotiate(LocalHost::builder().build().capabilities());
+        let caps = Capabilities::negotiate(LocalHost::rfc0248().build().capabilities());
         let mut e = Estimate::new(&caps);
         let plan = wop_sdk::budget::CallPlan::new([wop_sdk::budget::PlannedCall::structured(
             100,

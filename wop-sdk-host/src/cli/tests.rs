@@ -121,7 +121,7 @@ fn unknown_node_lists_the_pack() {
 
 #[test]
 fn fits_names_the_node_and_the_rule() {
-    let caps = Capabilities::negotiate(LocalHost::builder().build().capabilities());
+    let caps = Capabilities::negotiate(LocalHost::rfc0248().build().capabilities());
     let mut e = Estimate::new(&caps);
     let plan = wop_sdk::budget::CallPlan::new([wop_sdk::budget::PlannedCall::structured(
         100,

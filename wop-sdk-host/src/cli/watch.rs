@@ -16,7 +16,7 @@ use wop_sdk::host::BoxFuture;
 ///
 /// let progress = Progress::stderr();
 /// let p = progress.clone();
-/// let host = LocalHost::builder()
+/// let host = LocalHost::rfc0248()
 ///     .provider(WatchedProvider::new(
 ///         Arc::new(ScriptedProvider::default()),
 ///         move |request, answer| p.reply(request, answer),

@@ -7,7 +7,7 @@
 //! use wop_sdk_host::conformance::run_conformance;
 //! use wop_sdk_host::local::LocalHost;
 //!
-//! let host = LocalHost::builder().build();
+//! let host = LocalHost::rfc0248().build();
 //! let report = run_conformance(&host).await;
 //! println!("{report}");
 //! assert!(report.all_passed());

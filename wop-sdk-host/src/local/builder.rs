@@ -14,9 +14,10 @@ use std::time::Duration;
 use wop_sdk::wire::RunEvent;
 
 impl LocalHost {
-    /// A builder with the defaults of [`LocalConfig`].
+    /// A builder of a host playing [`HostProfile::DEFAULT`](super::HostProfile::DEFAULT)
+    /// (openwop-app); [`HostProfile::builder`](super::HostProfile::builder) plays another.
     pub fn builder() -> LocalHostBuilder {
-        LocalHostBuilder::new()
+        LocalHostBuilder::with_config(LocalConfig::default())
     }
 }
 
@@ -40,9 +41,9 @@ impl fmt::Debug for LocalHostBuilder {
 static HOSTS_BUILT: AtomicU64 = AtomicU64::new(0);
 
 impl LocalHostBuilder {
-    pub(super) fn new() -> Self {
+    pub(super) fn with_config(config: LocalConfig) -> Self {
         Self {
-            config: LocalConfig::default(),
+            config,
             provider: None,
             scripts: None,
             journal: None,

@@ -6,7 +6,7 @@
 use super::config::LocalConfig;
 use super::events::{CallEvents, Live};
 use super::guard::ReplyGuard;
-use super::retry::{Accepted, Backoff, End, ReplyChecks, RetryLoop};
+use super::retry::{Accepted, Backoff, End, ReplyChecks, RetryLoop, Rules};
 use super::runs::Runs;
 use super::schemas::{self, Schemas};
 use crate::journal::{Charge, Journal, Outcome};
@@ -60,6 +60,9 @@ pub(crate) struct Parts<'a> {
 /// once per dispatch (from the host's cache) on the first reply that needs it.
 struct Checks<'a> {
     guard: &'a ReplyGuard,
+    /// openwop-app's lenient parse and schema check ([`super::lenient`]).
+    lenient: bool,
+    required_keys_only: bool,
     schemas: &'a Schemas,
     schema: Option<&'a Arc<Value>>,
     validator: Option<Arc<jsonschema::Validator>>,
@@ -71,13 +74,23 @@ impl ReplyChecks for Checks<'_> {
     }
 
     fn parse_json(&self, text: &str) -> Result<Value, String> {
-        self.guard.parse_json(text)
+        let direct = self.guard.parse_json(text);
+        if direct.is_ok() || !self.lenient {
+            return direct;
+        }
+        super::lenient::candidates(text)
+            .skip(1)
+            .find_map(|t| self.guard.parse_json(t).ok())
+            .ok_or_else(|| direct.err().unwrap_or_default())
     }
 
     fn validate(&mut self, data: &Value) -> Result<(), String> {
         let Some(schema) = self.schema else {
             return Ok(());
         };
+        if self.required_keys_only {
+            return super::lenient::required_keys(data, schema);
+        }
         let validator = match &self.validator {
             Some(v) => Arc::clone(v),
             None => {
@@ -97,9 +110,16 @@ pub(crate) fn plan(cfg: &LocalConfig, request: &CallAiRequest) -> AttemptPlan {
         .retry
         .filter(|_| cfg.retry_policy)
         .map(RetryPolicy::from_wire);
+    // On a host whose fallback comes after its ceiling, the fallback is one more request.
+    let ceiling = if cfg.nl_fallback && cfg.fallback_after_ceiling {
+        cfg.max_retry_attempts
+            .saturating_add(wop_sdk::rules::retry::FALLBACK_AFTER_CEILING)
+    } else {
+        cfg.max_retry_attempts
+    };
     AttemptPlan::new(
         request.is_structured(),
-        cfg.max_retry_attempts,
+        ceiling,
         policy,
         request.max_tokens.unwrap_or(cfg.default_max_tokens),
         cfg.truncation_multiplier,
@@ -136,8 +156,7 @@ impl Call<'_> {
             self.plan,
             req.response_schema.clone(),
             Arc::clone(&req.messages),
-            cfg.nl_fallback,
-            cfg.native_structured_output,
+            Rules::of(cfg),
             Backoff {
                 base: cfg.retry_backoff,
                 max: cfg.max_retry_backoff,
@@ -146,6 +165,8 @@ impl Call<'_> {
         );
         let mut checks = Checks {
             guard: parts.guard,
+            lenient: cfg.lenient_json,
+            required_keys_only: cfg.required_keys_only,
             schemas: parts.schemas,
             schema: req.response_schema.as_ref(),
             validator: None,

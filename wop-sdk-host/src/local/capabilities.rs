@@ -4,7 +4,8 @@
 use super::config::LocalConfig;
 use wop_sdk::wire::{CallAccounting, CapabilityDocument, EnvelopeCompletion, Reliability, kind};
 
-/// The document a host with `config` and a provider named `provider` advertises.
+/// The document a host with `config` and a provider named `provider` advertises (its
+/// `providers` setting, else the provider's name).
 pub(super) fn document(c: &LocalConfig, provider: &str) -> CapabilityDocument {
     let mut events = vec![
         kind::RETRY_ATTEMPTED.to_owned(),
@@ -17,7 +18,11 @@ pub(super) fn document(c: &LocalConfig, provider: &str) -> CapabilityDocument {
     }
     CapabilityDocument {
         ai_providers: true,
-        providers: vec![provider.to_owned()],
+        providers: if c.providers.is_empty() {
+            vec![provider.to_owned()]
+        } else {
+            c.providers.clone()
+        },
         call_accounting: (c.attempts || c.retry_policy).then_some(CallAccounting {
             attempts: c.attempts,
             retry_policy: c.retry_policy,

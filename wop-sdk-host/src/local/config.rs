@@ -20,6 +20,24 @@ pub struct LocalConfig {
     pub provider_max_tokens: u32,
     /// The natural-language-to-JSON fallback.
     pub nl_fallback: bool,
+    /// The fallback is one more request after the ceiling (openwop-app), not the last request
+    /// within it (RFC 0248 §B.1).
+    pub fallback_after_ceiling: bool,
+    /// The fallback is engaged only when the last reply was prose: it does not start with `{`,
+    /// `[` or a code fence (openwop-app).
+    pub fallback_for_prose_only: bool,
+    /// A structured reply's JSON is also read out of a code fence, or from the first balanced
+    /// `{…}`/`[…]` in prose (openwop-app's lenient parse).
+    pub lenient_json: bool,
+    /// The schema check of a structured reply is openwop-app's: an object holding every
+    /// `required` key of the schema's top level, no more (else the whole JSON Schema).
+    pub required_keys_only: bool,
+    /// How many times an HTTP 429 answer is resent below the retry loop before it counts as an
+    /// attempt (openwop-app: 2, so 3 requests; each after the server's `Retry-After`, else 1 s,
+    /// 2 s, … up to `max_retry_backoff`). A resent request is not an attempt and is not charged.
+    pub rate_limit_resends: u8,
+    /// The providers advertised in `aiProviders.providers` (empty: the provider's own name).
+    pub providers: Vec<String>,
     /// Ask the provider for native structured output (else the schema goes in the prompt).
     pub native_structured_output: bool,
     /// Host-wide cap on generations in flight (≥ 1).
@@ -54,8 +72,17 @@ pub struct LocalConfig {
 /// `timeoutMs` (`wop_sdk_host::pack::DEFAULT_TIMEOUT_MS`).
 pub const DEFAULT_NODE_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The settings of the default profile ([`HostProfile::DEFAULT`](super::HostProfile::DEFAULT),
+/// openwop-app).
 impl Default for LocalConfig {
     fn default() -> Self {
+        super::HostProfile::DEFAULT.config()
+    }
+}
+
+impl LocalConfig {
+    /// The settings of an RFC 0248 host ([`HostProfile::Rfc0248`](super::HostProfile::Rfc0248)).
+    pub fn rfc0248() -> Self {
         Self {
             attempts: true,
             retry_policy: true,
@@ -64,6 +91,12 @@ impl Default for LocalConfig {
             default_max_tokens: 1024,
             provider_max_tokens: 32_768,
             nl_fallback: false,
+            fallback_after_ceiling: false,
+            fallback_for_prose_only: false,
+            lenient_json: false,
+            required_keys_only: false,
+            rate_limit_resends: 0,
+            providers: Vec::new(),
             native_structured_output: true,
             max_concurrent_generations: 8,
             max_generations_per_run: None,
@@ -78,9 +111,7 @@ impl Default for LocalConfig {
             node_timeout: DEFAULT_NODE_TIMEOUT,
         }
     }
-}
 
-impl LocalConfig {
     /// The settings with every number brought inside its range: the ceiling to 1..=16 (a ceiling
     /// of 0 would send the first request as the natural-language fallback), the multiplier to
     /// 1..=8 (the capability document's range), budgets, caps and limits to at least 1.

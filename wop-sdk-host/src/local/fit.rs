@@ -10,7 +10,7 @@ impl OpenAiProvider {
     /// A local host builder with this provider and [`OpenAiProvider::configure_host`] applied.
     pub fn local_host(self) -> LocalHostBuilder {
         let this = self.clone();
-        LocalHost::builder()
+        LocalHost::rfc0248()
             .config(move |c| this.configure_host(c))
             .provider(self)
     }

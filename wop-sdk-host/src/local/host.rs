@@ -143,7 +143,7 @@ impl Host for LocalHost {
 /// `Arc<dyn Host>` without a handle allocated around them (`LocalHost::as_host`).
 impl Host for Inner {
     fn capability_document(&self) -> Arc<CapabilityDocument> {
-        Arc::clone(&self.document)
+        Arc::clone(&self.negotiated)
     }
 
     fn call_ai<'a>(

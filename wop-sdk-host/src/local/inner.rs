@@ -31,6 +31,9 @@ pub(crate) struct Inner {
     pub(crate) seed: u64,
     /// The capability document, written once from the settings (`capabilities.rs`).
     pub(crate) document: Arc<CapabilityDocument>,
+    /// The document the runtime negotiates with: [`wop_sdk::caps::charged_document`] of it (a
+    /// host whose fallback comes after its ceiling is charged one request more per call).
+    pub(crate) negotiated: Arc<CapabilityDocument>,
     /// The provider's name and the default model, held once: each provider request shares them.
     pub(crate) names: Names,
 }
@@ -44,8 +47,10 @@ impl Inner {
         observer: Option<Observer>,
         seed: u64,
     ) -> Self {
+        let document = super::capabilities::document(&config, provider.name());
         Self {
-            document: Arc::new(super::capabilities::document(&config, provider.name())),
+            negotiated: Arc::new(wop_sdk::caps::charged_document(document.clone())),
+            document: Arc::new(document),
             names: Names {
                 provider: Arc::from(provider.name()),
                 model: Arc::from(config.default_model.as_str()),

@@ -1,23 +1,24 @@
 //! The embedded local host: the default for development, examples and tests.
 //!
-//! It behaves like a production OpenWOP host: the retry loop of SPEC.md (refusal never retried,
-//! truncation retried with a grown budget unless `growMaxTokens: false`, schema violations
-//! retried with a corrective note, the natural-language fallback inside the cap, transient
-//! provider errors retried after a backoff), RFC 0248 accounting, a per-run event log, replay
+//! It behaves like the production OpenWOP host a pack ships to ([`HostProfile`]): the retry loop
+//! of SPEC.md (refusal never retried, truncation retried with a grown budget unless
+//! `growMaxTokens: false`, schema violations retried with a corrective note, the
+//! natural-language fallback, transient provider errors retried after a backoff), RFC 0248
+//! accounting where the host advertises it, a per-run event log, replay
 //! forks, ceilings on generations, a billing ledger, and an attempt journal that makes
 //! redelivery safe. Providers plug in behind [`Provider`]; the [`ScriptedProvider`] serves the
 //! conformance script.
 //!
 //! # Defaults
 //!
+//! [`LocalHost::builder`] plays openwop-app as its public snapshot is, [`LocalHost::rfc0248`] an
+//! RFC 0248 host ([`HostProfile`] says what differs and why openwop-app is the default;
+//! [`on_every_host`] runs a test on each). The settings the two share:
+//!
 //! | setting | default |
 //! |---|---|
-//! | `callAccounting.attempts`, `.retryPolicy` | both advertised |
 //! | ceiling (`maxRetryAttempts`) | 3 (1..=16) |
 //! | truncation multiplier | 2 (1..=8) |
-//! | default `maxTokens` | 1024 |
-//! | provider maximum `maxTokens` | 32 768 |
-//! | natural-language fallback | off |
 //! | concurrent generations (host-wide) | 8 |
 //! | generations per run | unlimited |
 //! | provider answer timeout | 120 s (then the dispatch is ambiguous) |
@@ -25,6 +26,18 @@
 //! | largest reply accepted | 8 MiB; JSON nesting depth 128 |
 //! | private diagnostics kept | those of the last 1024 finished runs |
 //! | node timeout | 5 min, then the node is dropped and fails `wop-sdk.node_timeout` (the bridge: the node configuration's `timeoutMs`, the same default) |
+//!
+//! And those that differ:
+//!
+//! | setting | openwop-app | RFC 0248 |
+//! |---|---|---|
+//! | `callAccounting.attempts`, `.retryPolicy` | neither | both |
+//! | `aiProviders.providers` | [`OPENWOP_APP_PROVIDERS`] | the provider's name |
+//! | structured output | in the prompt | native |
+//! | natural-language fallback | on, after the ceiling, for prose only | off (inside the ceiling when on) |
+//! | a reply's JSON | also out of a code fence or prose; `required` keys checked | the whole reply; the whole schema checked |
+//! | HTTP 429 | resent twice below the loop | an attempt |
+//! | default `maxTokens`; the provider's largest | 4096; 64 000 | 1024; 32 768 |
 //!
 //! Settings out of range are brought inside it when the host is built
 //! ([`LocalConfig::validated`]).
@@ -65,8 +78,10 @@ mod host;
 mod identity;
 mod inflight;
 mod inner;
+mod lenient;
 mod lock;
 mod nodes;
+mod profile;
 mod retry;
 mod runs;
 mod schemas;
@@ -81,4 +96,5 @@ pub use diagnostics::Diagnostic;
 pub use events::{Observer, PROVIDER_REQUEST};
 pub use host::LocalHost;
 pub use nodes::RunOptions;
+pub use profile::{HostProfile, OPENWOP_APP_PROVIDERS, on_every_host};
 pub use typed::RunError;

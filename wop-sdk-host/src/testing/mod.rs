@@ -13,7 +13,7 @@
 //!     tokio::time::sleep(Duration::from_millis(50)).await;
 //!     Ok(reply("a line"))
 //! });
-//! let host = LocalHost::builder().provider(provider).build();
+//! let host = LocalHost::rfc0248().provider(provider).build();
 //! ```
 
 mod probes;

@@ -48,25 +48,9 @@ impl HostKind {
     }
 }
 
-/// The document the runtime negotiates with, from the host's own.
-///
-/// On a host without `callAccounting` that advertises the natural-language fallback
-/// (`envelope.nlToFormat.engaged`, or the spec's `envelope.nl-to-format-engaged`), the fallback
-/// is one more provider request after the ceiling (openwop-app: 3 requests, then the fallback),
-/// so the ceiling the runtime budgets with is `maxRetryAttempts + 1`. A host with
-/// `callAccounting` counts the fallback inside its ceiling (SPEC.md), so its document is
-/// unchanged.
-pub fn host_document(mut document: CapabilityDocument) -> CapabilityDocument {
-    if document.call_accounting.is_none()
-        && let Some(rel) = &mut document.reliability
-        && rel.events.iter().any(|e| {
-            let e = e.to_ascii_lowercase();
-            e.contains("nltoformat") || e.contains("nl-to-format")
-        })
-    {
-        rel.max_retry_attempts = rel
-            .max_retry_attempts
-            .saturating_add(wop_sdk::rules::retry::FALLBACK_AFTER_CEILING);
-    }
-    document
+/// The document the runtime negotiates with, from the host's own:
+/// [`wop_sdk::caps::charged_document`] (on a host without `callAccounting` that advertises the
+/// natural-language fallback, the ceiling the runtime budgets with is `maxRetryAttempts + 1`).
+pub fn host_document(document: CapabilityDocument) -> CapabilityDocument {
+    wop_sdk::caps::charged_document(document)
 }

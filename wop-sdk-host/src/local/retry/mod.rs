@@ -26,9 +26,11 @@ mod classify;
 mod ending;
 mod types;
 
-pub(crate) use types::{Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Signal, Unmetered};
+pub(crate) use types::{
+    Accepted, Attempt, Backoff, End, Miss, ReplyChecks, Rules, Signal, Unmetered,
+};
 
-use crate::provider::class::public_advice;
+use crate::provider::class::{FailureClass, public_advice};
 use crate::provider::{ProviderError, ProviderReply};
 use classify::{Verdict, classify};
 use serde_json::Value;
@@ -43,7 +45,7 @@ pub(crate) struct RetryLoop {
     /// Requests before the fallback (the cap, or the cap less one when the fallback is on).
     ordinary: u32,
     structured: bool,
-    native: bool,
+    rules: Rules,
     schema: Option<Arc<Value>>,
     backoff: Backoff,
     /// Shared with the call's request and each provider request: neither the loop nor a
@@ -58,6 +60,8 @@ pub(crate) struct RetryLoop {
     /// Requests that reached the provider: `attempts.count`.
     count: u32,
     transient_errors: u32,
+    /// HTTP 429 answers resent below the loop for the request in flight.
+    resends: u8,
     delay: Duration,
     in_fallback: bool,
     usage_complete: bool,
@@ -73,20 +77,18 @@ pub(crate) struct RetryLoop {
 }
 
 impl RetryLoop {
-    /// A loop for a call of `messages` under `plan`. `fallback`: the host's natural-language
-    /// fallback is on; `native`: the provider's own structured output is asked for; `jitter`
-    /// seeds the backoff's jitter.
+    /// A loop for a call of `messages` under `plan` and the host's `rules`; `jitter` seeds the
+    /// backoff's jitter.
     pub(crate) fn new(
         plan: AttemptPlan,
         schema: Option<Arc<Value>>,
         messages: impl Into<Arc<[Message]>>,
-        fallback: bool,
-        native: bool,
+        rules: Rules,
         backoff: Backoff,
         jitter: u64,
     ) -> Self {
         let structured = schema.is_some();
-        let fallback = structured && fallback && plan.requests >= 2;
+        let fallback = structured && rules.fallback && plan.requests >= 2;
         Self {
             ordinary: if fallback {
                 plan.requests - 1
@@ -96,7 +98,7 @@ impl RetryLoop {
             budget: plan.first_max_tokens,
             plan,
             structured,
-            native,
+            rules,
             schema,
             backoff,
             messages: messages.into(),
@@ -104,6 +106,7 @@ impl RetryLoop {
             unreached: 0,
             count: 0,
             transient_errors: 0,
+            resends: 0,
             delay: Duration::ZERO,
             in_fallback: false,
             usage_complete: true,
@@ -142,7 +145,7 @@ impl RetryLoop {
         self.sent += 1;
         let mode = if !self.structured {
             None
-        } else if self.in_fallback || !self.native {
+        } else if self.in_fallback || !self.rules.native {
             Some(StructuredOutputMode::Prompt)
         } else {
             Some(StructuredOutputMode::Native)
@@ -166,6 +169,9 @@ impl RetryLoop {
         checks: &mut impl ReplyChecks,
         emit: &mut impl FnMut(Signal),
     ) -> Option<End> {
+        if self.resend_rate_limited(&answer) {
+            return None;
+        }
         match &answer {
             Ok(reply) => {
                 // A reply: an attempt, and a generation the user is charged for.
@@ -256,8 +262,12 @@ impl RetryLoop {
         }
         // Only a reply with text to convert goes on to the fallback; a truncation or a provider
         // error retries within the ordinary requests.
+        // On a host whose fallback takes prose only, a reply that looks like JSON ends the call
+        // at the ordinary requests.
+        let to_fallback = !self.rules.prose_only || is_prose(&self.last_text);
         let limit = match miss {
-            Miss::Parse(_) | Miss::Schema(_) => self.plan.requests,
+            Miss::Parse(_) | Miss::Schema(_) if to_fallback => self.plan.requests,
+            Miss::Parse(_) | Miss::Schema(_) => self.ordinary,
             Miss::Truncation | Miss::Provider(_) => self.ordinary,
         };
         let can_retry = !self.in_fallback && self.sent < limit;
@@ -288,6 +298,36 @@ impl RetryLoop {
         }
         self.last_miss = Some(miss);
         None
+    }
+
+    /// Whether `answer` is an HTTP 429 the host resends below its loop (openwop-app's
+    /// `fetchWith429Retry`): then the same request goes again under the same number, after the
+    /// server's `Retry-After` or 1 s, 2 s, … (up to the backoff's maximum), and it is neither an
+    /// attempt nor charged. Any other answer ends the request's resends.
+    fn resend_rate_limited(&mut self, answer: &Result<ProviderReply, ProviderError>) -> bool {
+        let retry_after = match answer {
+            Err(
+                e @ ProviderError::Transient {
+                    reached: true,
+                    retry_after,
+                    ..
+                },
+            ) if e.class() == FailureClass::Status(429) => *retry_after,
+            _ => {
+                self.resends = 0;
+                return false;
+            }
+        };
+        if self.resends >= self.rules.rate_limit_resends {
+            self.resends = 0;
+            return false;
+        }
+        self.resends += 1;
+        self.sent -= 1;
+        let doubling =
+            Duration::from_secs(1).saturating_mul(1u32 << u32::from(self.resends - 1).min(16));
+        self.delay = retry_after.unwrap_or(doubling).min(self.backoff.max);
+        true
     }
 
     /// The delay before the request after a transient error: the server's `Retry-After` (up to
@@ -342,6 +382,13 @@ impl RetryLoop {
     pub(crate) fn generations(&self) -> u32 {
         self.generations
     }
+}
+
+/// Whether `text` is prose to the fallback of a host that converts prose only: it does not
+/// start (after white space, within its first 16 characters) with `{`, `[` or a code fence.
+fn is_prose(text: &str) -> bool {
+    let head: String = text.trim_start().chars().take(16).collect();
+    !head.is_empty() && !head.starts_with('{') && !head.starts_with('[') && !head.starts_with("```")
 }
 
 #[cfg(test)]

@@ -120,7 +120,8 @@ proptest! {
         let schema = c.structured.then(|| Arc::new(serde_json::json!({"type": "object"})));
         let backoff = Backoff { base: Duration::ZERO, max: Duration::ZERO };
         let mut l = RetryLoop::new(
-            plan, schema, vec![Message::user("q")], c.fallback, c.native, backoff, 9,
+            plan, schema, vec![Message::user("q")],
+            Rules { fallback: c.fallback, native: c.native, ..Rules::default() }, backoff, 9,
         );
         let mut exhausted = Vec::new();
         let mut emit = |s: Signal| {

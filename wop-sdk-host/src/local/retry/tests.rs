@@ -80,8 +80,11 @@ fn looped(policy: Option<RetryPolicy>, fallback: bool) -> RetryLoop {
         plan,
         schema(),
         vec![Message::user("q")],
-        fallback,
-        true,
+        Rules {
+            fallback,
+            native: true,
+            ..Rules::default()
+        },
         NO_WAIT,
         7,
     )
@@ -224,8 +227,10 @@ fn transient_errors_count_when_they_reached_the_provider_and_wait_as_told() {
         plan,
         schema(),
         vec![Message::user("q")],
-        false,
-        true,
+        Rules {
+            native: true,
+            ..Rules::default()
+        },
         backoff,
         1,
     );

@@ -168,6 +168,32 @@ pub(crate) enum End {
     },
 }
 
+/// How the host's loop spends requests: the parts of its settings the loop reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Rules {
+    /// The natural-language fallback is on (its place, within the ceiling or after it, is in
+    /// the call's plan).
+    pub(crate) fallback: bool,
+    /// The fallback only after a prose reply (one that does not start with `{`, `[` or a fence).
+    pub(crate) prose_only: bool,
+    /// The provider's own structured output is asked for.
+    pub(crate) native: bool,
+    /// HTTP 429 answers resent below the loop per request before one counts as an attempt.
+    pub(crate) rate_limit_resends: u8,
+}
+
+impl Rules {
+    /// The rules of a host with `config`.
+    pub(crate) fn of(config: &crate::local::LocalConfig) -> Self {
+        Self {
+            fallback: config.nl_fallback,
+            prose_only: config.fallback_for_prose_only,
+            native: config.native_structured_output,
+            rate_limit_resends: config.rate_limit_resends,
+        }
+    }
+}
+
 /// Backoff bounds for transient provider errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Backoff {
