@@ -2,7 +2,7 @@
 //! processes: the built `cargo-wop` scaffolds and builds a new pack in a temporary folder, makes a
 //! key outside any repository, and publishes the single-file form to a temporary registry folder
 //! (the registry's gates run on it: `cargo wop check`). The Node harness of openwop-app's
-//! contract then installs it as openwop-app's installer does (`tests/harness/registry_install.mjs`:
+//! contract then installs it as openwop-app's installer does (`cargo-wop/harness/registry_install.mjs`:
 //! the hash, the signature over the `pack.json` bytes, the five kept paths, the trust marker) and
 //! runs its node. A tampered `index.mjs` or `pack.json` is refused, and so is an `index.mjs`
 //! changed after the install. The scaffolded crate builds in this workspace's target folder with

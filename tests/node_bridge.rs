@@ -1,4 +1,4 @@
-//! The Node bridge on a harness of openwop-app's contract (`tests/harness/openwop_host.mjs`), on
+//! The Node bridge on a harness of openwop-app's contract (`cargo-wop/harness/openwop_host.mjs`), on
 //! both kinds of host: without `aiProviders.callAccounting` (openwop-app's public snapshot) and
 //! with it (RFC 0248).
 //!

@@ -69,6 +69,23 @@ impl BuildArgs {
     }
 }
 
+impl BuildArgs {
+    /// The folder form into `out`, with the pack's default provider and model: what
+    /// `cargo wop test` runs through the harness.
+    pub(crate) fn folder_with_defaults(
+        out: PathBuf,
+        manifest_path: Option<PathBuf>,
+        provider: &str,
+        model: &str,
+    ) -> Self {
+        Self {
+            provider: Some(provider.to_owned()),
+            model: Some(model.to_owned()),
+            ..Self::folder_into(out, manifest_path)
+        }
+    }
+}
+
 /// The cdylib `cargo rustc` built, from its JSON messages.
 fn built_addon(stdout: &str) -> Option<PathBuf> {
     stdout

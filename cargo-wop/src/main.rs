@@ -7,6 +7,10 @@
 //!                 [--budget-inputs FILE] [--deny-budget-warnings]
 //!                                   the Node addon, its budget check, then the pack folder
 //!                                   (single-file by default)
+//! cargo wop test [--provider P] [--model M] [-- CARGO TEST ARGS]
+//!                                   the crate's tests, then each scripted run of a node on the
+//!                                   openwop-app host again through the generated pack, under the
+//!                                   harness of openwop-app's contract: the two must agree
 //! cargo wop dev --host-dir DIR [--out DIR]
 //!                                   the folder form, mounted into openwop-app's local packs folder
 //! cargo wop keygen --key-id ID (--pack NAME | --namespace PATTERN…) [--out DIR]
@@ -35,6 +39,7 @@ mod new;
 mod publish;
 mod sign;
 mod tarball;
+mod test;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -61,6 +66,11 @@ enum Command {
     New(new::NewArgs),
     /// Builds the pack's Node addon (no build.rs, no second crate) and writes the pack folder.
     Build(build::BuildArgs),
+    /// Runs the crate's tests, then each scripted run of a node on the openwop-app host again
+    /// through the generated pack under the harness of openwop-app's contract, and fails when
+    /// the two differ (status, output or error code, provider requests): the command to run
+    /// before publishing.
+    Test(test::TestArgs),
     /// Builds the folder form and mounts it into openwop-app's local packs folder.
     Dev(dev::DevArgs),
     /// An Ed25519 key pair for signing packs (the private key outside any repository); prints
@@ -128,6 +138,7 @@ fn main() -> ExitCode {
     let result = match wop.command {
         Command::New(args) => new::run(&args),
         Command::Build(args) => build::run(&args).map(|_| ()),
+        Command::Test(args) => test::run(&args),
         Command::Dev(args) => dev::run(&args),
         Command::Keygen(args) => keys::keygen(&args).map(|entry| {
             println!(

@@ -1,4 +1,4 @@
-//! The harness of openwop-app's contract (`tests/harness/openwop_host.mjs`) run in a real Node
+//! The harness of openwop-app's contract (`cargo-wop/harness/openwop_host.mjs`) run in a real Node
 //! process on a scenario, its report read back.
 
 use serde_json::Value;
@@ -22,7 +22,8 @@ pub fn run(scenario: &Value) -> Value {
 pub fn run_with_addon_dir(scenario: &Value, dir: &Path) -> Value {
     let file = temp_path("wop-scenario", ".json");
     std::fs::write(&file, scenario.to_string()).expect("scenario written");
-    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/openwop_host.mjs");
+    let harness =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cargo-wop/harness/openwop_host.mjs");
     let out = Command::new("node")
         .arg(harness)
         .arg(&file)

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 /// The local host's settings. Build with [`LocalHost::builder`](crate::local::LocalHost::builder).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LocalConfig {
     /// Advertise and emit `attempts` (RFC 0248 §A).
     pub attempts: bool,

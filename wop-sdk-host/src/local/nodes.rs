@@ -133,6 +133,8 @@ impl LocalHost {
             self.inner
                 .runs
                 .activate(self.inner.journal.as_ref(), &run_id, &owner, None, charged);
+        // `cargo wop test`'s record of the run (`record.rs`), when asked for.
+        let recorded = super::record::on(&self.inner).then(|| input.clone());
         let (outcome, started) = match self.prepare(start, node, &input, script).await {
             Some(refused) => (refused, false),
             None => (
@@ -141,6 +143,9 @@ impl LocalHost {
                 true,
             ),
         };
+        if let Some(input) = recorded.filter(|_| started) {
+            super::record::write(&self.inner, node.spec().type_id, &input, &outcome);
+        }
         drop(active);
         self.inner.diagnostics.run_finished(&run_id);
         (outcome, started)

@@ -261,6 +261,57 @@ impl Step {
     }
 }
 
+impl Step {
+    /// The step in the JSON script format [`Step::from_json`] reads (and the harness of
+    /// openwop-app's contract serves): `content` as text (`raw` bytes when it is not UTF-8),
+    /// `usage` (`false` when withheld), `finishReason`, `mode`; `error`, `hang`, `cut`, `chunks`.
+    pub fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        match self {
+            Self::Reply {
+                content,
+                finish_reason,
+                usage,
+                mode,
+            } => {
+                match std::str::from_utf8(content) {
+                    Ok(text) => m.insert("content".into(), Value::String(text.to_owned())),
+                    Err(_) => m.insert("raw".into(), serde_json::json!(content)),
+                };
+                m.insert(
+                    "usage".into(),
+                    usage.map_or(Value::Bool(false), |u| {
+                        serde_json::to_value(u).unwrap_or(Value::Null)
+                    }),
+                );
+                if *finish_reason != FinishReason::Stop {
+                    m.insert("finishReason".into(), Value::from(finish_reason.as_str()));
+                }
+                if let Some(mode) = mode {
+                    m.insert("mode".into(), Value::from(mode.as_str()));
+                }
+            }
+            Self::Error(e) => {
+                m.insert("error".into(), Value::String(e.clone()));
+            }
+            Self::Hang => {
+                m.insert("hang".into(), Value::Bool(true));
+            }
+            Self::Cut => {
+                m.insert("cut".into(), Value::Bool(true));
+            }
+            Self::Chunked { chunks, end } => {
+                if let Value::Object(rest) = end.to_json() {
+                    m = rest;
+                }
+                m.remove("content");
+                m.insert("chunks".into(), serde_json::json!(chunks));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
 /// The usage a scripted reply reports unless told otherwise: 10 input tokens and
 /// `output_tokens`.
 fn scripted_usage(output_tokens: u64) -> Usage {

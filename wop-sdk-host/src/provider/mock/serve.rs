@@ -23,6 +23,8 @@ struct State {
     shared: VecDeque<Step>,
     per_run: HashMap<RunId, VecDeque<Step>>,
     received: Vec<ProviderRequest>,
+    /// The steps served to each run, in order (what `cargo wop test` replays).
+    served: HashMap<RunId, Vec<Step>>,
 }
 
 /// The scripted mock provider. Records every request it receives, and how many were in flight
@@ -110,6 +112,11 @@ impl ScriptedProvider {
         Ok(())
     }
 
+    /// The steps served to `run`, in order.
+    pub(crate) fn served_to(&self, run: &RunId) -> Vec<Step> {
+        self.lock().served.get(run).cloned().unwrap_or_default()
+    }
+
     /// Steps not served yet (shared and per-run).
     pub fn remaining(&self) -> usize {
         let s = self.lock();
@@ -175,6 +182,12 @@ impl ScriptedProvider {
                     s.received.len() + 1
                 )
             });
+            if let Some(step) = &step {
+                s.served
+                    .entry(request.run_id.clone())
+                    .or_default()
+                    .push(step.clone());
+            }
             s.received.push(request);
             (step, exhausted)
         };
@@ -322,5 +335,29 @@ mod tests {
         let failed = p.generate_stream(request, &mut on_chunk).await;
         assert!(matches!(failed, Err(ProviderError::Transient { .. })));
         assert_eq!(seen, ["Half"]);
+    }
+
+    #[test]
+    fn a_step_written_as_json_reads_back_as_itself() {
+        let steps = [
+            Step::json(&serde_json::json!({"title": "T"}), 4),
+            Step::text("prose", 2).without_usage(),
+            Step::text("cut short", 9).finish(FinishReason::Length),
+            Step::Reply {
+                content: vec![0xff, 0x41],
+                finish_reason: FinishReason::Stop,
+                usage: None,
+                mode: None,
+            },
+            Step::Error("HTTP 429 Too Many Requests".into()),
+            Step::Hang,
+            Step::Cut,
+            Step::chunks(["Once", " upon"], 2),
+            Step::chunks(["Half"], 0).then(Step::Error("reset".into())),
+        ];
+        for (i, step) in steps.iter().enumerate() {
+            let json = step.to_json();
+            assert_eq!(Step::from_json(&json, i).as_ref(), Ok(step), "{json}");
+        }
     }
 }

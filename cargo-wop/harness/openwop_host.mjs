@@ -4,7 +4,7 @@
 // aiProviders/aiProvidersHost.ts, executor/types.ts). No code of it is copied; no npm package
 // is needed (Node >= 20).
 //
-//   node tests/harness/openwop_host.mjs SCENARIO.json   → prints the report as JSON
+//   node cargo-wop/harness/openwop_host.mjs SCENARIO.json   → prints the report as JSON
 //
 // Scenario: {
 //   packsDir,                 the folder holding pack folders (OPENWOP_LOCAL_PACKS_DIR)
