@@ -1,9 +1,11 @@
 //! `cargo wop build`: the pack crate's library built as a Node addon (`cargo rustc --crate-type
 //! cdylib --features addon`: no second crate, no build.rs), its packs read off the addon itself
 //! with their budget check (`wopPackFiles()` and `wopBudgetCheck`, in one Node process: which also
-//! proves the addon loads; [`crate::budget`]), and each pack's folder written.
+//! proves the addon loads; [`crate::budget`]), and each pack's folder written; then what it used
+//! (`--provider`, `--model`, `--timeout-ms`) recorded for `cargo wop dev` ([`crate::last_build`]).
 
 use crate::budget::BudgetCheck;
+use crate::last_build::LastBuild;
 use crate::{Failure, crate_dir, progress};
 use clap::Args;
 use serde_json::Value;
@@ -52,36 +54,23 @@ pub(crate) struct BuildArgs {
 }
 
 impl BuildArgs {
-    /// The folder form into `out`: what `cargo wop dev` builds.
-    pub(crate) fn folder_into(out: PathBuf, manifest_path: Option<PathBuf>) -> Self {
+    /// The folder form into `out`, with the pack defaults of `used`: what `cargo wop dev` builds.
+    pub(crate) fn folder_into(
+        out: PathBuf,
+        manifest_path: Option<PathBuf>,
+        used: LastBuild,
+    ) -> Self {
         Self {
             release: false,
             folder: true,
             out: Some(out),
-            provider: None,
-            model: None,
-            timeout_ms: DEFAULT_TIMEOUT_MS,
+            provider: used.provider,
+            model: used.model,
+            timeout_ms: used.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS),
             addon_for: Vec::new(),
             budget_inputs: None,
             deny_budget_warnings: false,
             manifest_path,
-        }
-    }
-}
-
-impl BuildArgs {
-    /// The folder form into `out`, with the pack's default provider and model: what
-    /// `cargo wop test` runs through the harness.
-    pub(crate) fn folder_with_defaults(
-        out: PathBuf,
-        manifest_path: Option<PathBuf>,
-        provider: &str,
-        model: &str,
-    ) -> Self {
-        Self {
-            provider: Some(provider.to_owned()),
-            model: Some(model.to_owned()),
-            ..Self::folder_into(out, manifest_path)
         }
     }
 }
@@ -210,8 +199,24 @@ fn read_addon(addon: &Path, inputs: &str) -> Result<(Vec<PackFiles>, BudgetCheck
     Ok((packs, crate::budget::parse(&answer["budget"], addon)?))
 }
 
-/// Builds and writes every pack of the crate; answers their folders.
+/// `cargo wop build`: [`packs`], then what it used recorded as the crate's last build
+/// ([`crate::last_build`]), for `cargo wop dev`.
 pub(crate) fn run(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
+    let folders = packs(args)?;
+    let dir = crate_dir(args.manifest_path.as_ref())?;
+    crate::last_build::record(
+        &dir,
+        &LastBuild {
+            provider: args.provider.clone(),
+            model: args.model.clone(),
+            timeout_ms: Some(args.timeout_ms),
+        },
+    );
+    Ok(folders)
+}
+
+/// Builds and writes every pack of the crate; answers their folders.
+pub(crate) fn packs(args: &BuildArgs) -> Result<Vec<PathBuf>, Failure> {
     let dir = crate_dir(args.manifest_path.as_ref())?;
     let missing: Vec<&str> = [("--provider", &args.provider), ("--model", &args.model)]
         .into_iter()

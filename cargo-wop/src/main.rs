@@ -3,16 +3,19 @@
 //! ```text
 //! cargo wop new NAME [--pack community.OWNER.PACK | vendor.ORG.PACK] [--sdk-path DIR]
 //!                                   a pack crate: a node with a typed call, its test, the pack
-//! cargo wop build [--release] [--folder] [--out DIR] [--provider P] [--model M]
+//! cargo wop build [--release] [--folder] [--out DIR] [--provider P] [--model M] [--timeout-ms N]
 //!                 [--budget-inputs FILE] [--deny-budget-warnings]
 //!                                   the Node addon, its budget check, then the pack folder
-//!                                   (single-file by default)
+//!                                   (single-file by default); what it used is recorded in
+//!                                   target/wop/last-build.json
 //! cargo wop test [--provider P] [--model M] [-- CARGO TEST ARGS]
 //!                                   the crate's tests, then each scripted run of a node on the
 //!                                   openwop-app host again through the generated pack, under the
 //!                                   harness of openwop-app's contract: the two must agree
-//! cargo wop dev --host-dir DIR [--out DIR]
-//!                                   the folder form, mounted into openwop-app's local packs folder
+//! cargo wop dev --host-dir DIR [--provider P] [--model M] [--timeout-ms N] [--watch]
+//!                                   the folder form, mounted into openwop-app's local packs
+//!                                   folder (each flag not given: the last build's); --watch
+//!                                   builds and mounts again on each change of the sources
 //! cargo wop keygen --key-id ID (--pack NAME | --namespace PATTERN…) [--out DIR]
 //!                                   an Ed25519 key pair; prints the registry's signingKeys entry
 //! cargo wop sign --key FILE [--key-id ID] [--pack-dir DIR]
@@ -35,11 +38,13 @@ mod dev;
 mod error;
 mod folder;
 mod keys;
+mod last_build;
 mod new;
 mod publish;
 mod sign;
 mod tarball;
 mod test;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -71,7 +76,8 @@ enum Command {
     /// the two differ (status, output or error code, provider requests): the command to run
     /// before publishing.
     Test(test::TestArgs),
-    /// Builds the folder form and mounts it into openwop-app's local packs folder.
+    /// Builds the folder form and mounts it into openwop-app's local packs folder (with
+    /// `--watch`, again on each change of the crate's sources).
     Dev(dev::DevArgs),
     /// An Ed25519 key pair for signing packs (the private key outside any repository); prints
     /// the registry's `signingKeys` entry.

@@ -12,6 +12,7 @@
 //!    requests made; any that do not are listed, and the command fails.
 
 use crate::build::{self, BuildArgs};
+use crate::last_build::LastBuild;
 use crate::{Failure, crate_dir, progress};
 use clap::Args;
 use serde_json::{Value, json};
@@ -156,11 +157,15 @@ pub(crate) fn run(args: &TestArgs) -> Result<(), Failure> {
         ));
     }
     let runs = records(&recorded)?;
-    let folders = build::run(&BuildArgs::folder_with_defaults(
+    // Not recorded as the crate's last build: `cargo wop dev` keeps the author's own defaults.
+    let folders = build::packs(&BuildArgs::folder_into(
         work.join("packs"),
         args.manifest_path.clone(),
-        &args.provider,
-        &args.model,
+        LastBuild {
+            provider: Some(args.provider.clone()),
+            model: Some(args.model.clone()),
+            timeout_ms: None,
+        },
     ))?;
     let ids = type_ids(&folders)?;
     let (ours, others): (Vec<_>, Vec<_>) = runs.into_iter().partition(|(_, r)| {

@@ -1,5 +1,6 @@
 //! A pack author's session with the real `cargo-wop` binary: `cargo wop new` in a temporary
-//! folder, `cargo wop build` (single-file form), `cargo wop keygen` outside any repository. The
+//! folder ([`scaffold`]), `cargo wop build` (single-file form), `cargo wop keygen` outside any
+//! repository, `cargo wop dev` started as a child process ([`cargo_wop_command`]). The
 //! scaffolded crate builds in this workspace's target folder with the SDK's lockfile, so the
 //! dependencies already built for the workspace are reused.
 
@@ -26,18 +27,56 @@ pub fn ok(out: Output, what: &str) -> Output {
     out
 }
 
-/// `cargo wop ARGS` run in `dir`, as cargo runs the built `cargo-wop`.
-pub fn cargo_wop(args: &[&str], dir: &Path) -> Output {
-    let bin = target_dir()
+/// `cargo-wop` as cargo built it in the workspace's target folder (see [`build_cargo_wop`]).
+pub fn cargo_wop_bin() -> PathBuf {
+    target_dir()
         .join("debug")
-        .join(format!("cargo-wop{}", std::env::consts::EXE_SUFFIX));
-    Command::new(bin)
-        .arg("wop")
+        .join(format!("cargo-wop{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// `cargo wop ARGS` in `dir`, as cargo runs the built `cargo-wop`, not started: the scaffolded
+/// crate builds in the workspace's target folder.
+pub fn cargo_wop_command(args: &[&str], dir: &Path) -> Command {
+    let mut cmd = Command::new(cargo_wop_bin());
+    cmd.arg("wop")
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TARGET_DIR", target_dir());
+    cmd
+}
+
+/// `cargo wop ARGS` run in `dir`, as cargo runs the built `cargo-wop`.
+pub fn cargo_wop(args: &[&str], dir: &Path) -> Output {
+    cargo_wop_command(args, dir)
         .output()
         .expect("cargo-wop runs")
+}
+
+/// `cargo build -p cargo-wop` by the same cargo, once in this test process.
+pub fn build_cargo_wop() {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        ok(
+            Command::new(&cargo)
+                .args(["build", "--quiet", "-p", "cargo-wop"])
+                .current_dir(ROOT)
+                .output()
+                .expect("cargo runs"),
+            "cargo build -p cargo-wop",
+        );
+    });
+}
+
+/// `cargo wop new NAME --sdk-path <this checkout>` in `tmp` (`cargo-wop` built first): the new
+/// crate's folder, its pack `community.local.NAME`.
+pub fn scaffold(tmp: &Path, name: &str) -> PathBuf {
+    build_cargo_wop();
+    ok(
+        cargo_wop(&["new", name, "--sdk-path", ROOT], tmp),
+        "cargo wop new",
+    );
+    tmp.join(name)
 }
 
 /// What [`new_pack`] made.
@@ -77,15 +116,7 @@ pub fn temp_world(prefix: &str) -> PathBuf {
 /// `cargo wop new` of the pack `pack` in `tmp`, both forms built (`--provider mock --model
 /// mock-1`), and a key `key_id` made for it.
 pub fn new_pack(tmp: &Path, pack: &str, key_id: &str) -> Authored {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    ok(
-        Command::new(&cargo)
-            .args(["build", "--quiet", "-p", "cargo-wop"])
-            .current_dir(ROOT)
-            .output()
-            .expect("cargo runs"),
-        "cargo build -p cargo-wop",
-    );
+    build_cargo_wop();
     let krate = tmp.join("hello-pack");
     ok(
         cargo_wop(

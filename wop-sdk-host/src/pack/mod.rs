@@ -22,17 +22,20 @@
 //!   so the single-file form is the one to publish.
 //!
 //! The folder's name is the pack's name: openwop-app dev-mounts every folder of
-//! `OPENWOP_LOCAL_PACKS_DIR` whose name starts with one of `OPENWOP_LOCAL_PACK_PREFIXES`.
+//! `OPENWOP_LOCAL_PACKS_DIR` whose name starts with one of `OPENWOP_LOCAL_PACK_PREFIXES`. A
+//! folder written again is replaced whole: written beside it under a hidden name, then renamed
+//! into place, so a host never sees half a pack and an addon it loaded is never written over.
 
 use base64::Engine as _;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use wop_sdk::manifest::{Pack, validate_manifest};
 
 mod addon;
 mod error;
 mod native;
 mod portable;
+mod staging;
 #[cfg(test)]
 mod test_elf;
 pub use addon::PlatformAddon;
@@ -125,15 +128,6 @@ impl PackFiles {
     }
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| PackError::failed(format!("{}: cannot create: {e}", parent.display())))?;
-    }
-    std::fs::write(path, bytes)
-        .map_err(|e| PackError::failed(format!("{}: cannot write: {e}", path.display())))
-}
-
 fn pretty(v: &Value) -> Vec<u8> {
     let mut text = serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string());
     text.push('\n');
@@ -198,14 +192,11 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
             errors.join("\n  ")
         ))
     })?;
-    let dir = options.out.join(name);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| PackError::failed(format!("{}: cannot replace: {e}", dir.display())))?;
-    }
-    write(&dir.join("pack.json"), &pretty(&manifest))?;
+    // Written beside the folder, then renamed into place (see `staging`).
+    let staging = staging::Staging::new(&options.out, name)?;
+    staging.write("pack.json", &pretty(&manifest))?;
     for (path, schema) in schemas {
-        write(&dir.join(path), &pretty(schema))?;
+        staging.write(path, &pretty(schema))?;
     }
     let addon_js = if options.single_file {
         let entries: Vec<String> = carried
@@ -223,7 +214,7 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
             .collect();
         format!("{{ embedded: [{}] }}", entries.join(", "))
     } else {
-        write(&dir.join(&addon_file), &addon)?;
+        staging.write(&addon_file, &addon)?;
         format!(
             "{{ file: {}, platform: {}, arch: {}, sha256: {} }}",
             js_string(&addon_file),
@@ -251,13 +242,14 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         let placeholder = wire.trim_start_matches("wop-sdk.").to_ascii_uppercase();
         index = index.replace(&format!("__{placeholder}__"), &js_string(wire));
     }
-    write(&dir.join("index.mjs"), index.as_bytes())?;
-    Ok(dir)
+    staging.write("index.mjs", index.as_bytes())?;
+    staging.replace()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn options(dir: &Path, addon: &Path) -> PackOptions {
         PackOptions {
