@@ -193,10 +193,14 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         ))
     })?;
     // Written beside the folder, then renamed into place (see `staging`).
-    let staging = staging::Staging::new(&options.out, name)?;
-    staging.write("pack.json", &pretty(&manifest))?;
+    let staging = staging::Staging::new(&options.out, name).map_err(PackError::failed)?;
+    staging
+        .write("pack.json", &pretty(&manifest))
+        .map_err(PackError::failed)?;
     for (path, schema) in schemas {
-        staging.write(path, &pretty(schema))?;
+        staging
+            .write(path, &pretty(schema))
+            .map_err(PackError::failed)?;
     }
     let addon_js = if options.single_file {
         let entries: Vec<String> = carried
@@ -214,7 +218,9 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
             .collect();
         format!("{{ embedded: [{}] }}", entries.join(", "))
     } else {
-        staging.write(&addon_file, &addon)?;
+        staging
+            .write(&addon_file, &addon)
+            .map_err(PackError::failed)?;
         format!(
             "{{ file: {}, platform: {}, arch: {}, sha256: {} }}",
             js_string(&addon_file),
@@ -242,8 +248,10 @@ pub fn write_pack_files(files: &PackFiles, options: &PackOptions) -> Result<Path
         let placeholder = wire.trim_start_matches("wop-sdk.").to_ascii_uppercase();
         index = index.replace(&format!("__{placeholder}__"), &js_string(wire));
     }
-    staging.write("index.mjs", index.as_bytes())?;
-    staging.replace()
+    staging
+        .write("index.mjs", index.as_bytes())
+        .map_err(PackError::failed)?;
+    staging.replace().map_err(PackError::failed)
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@
 //! A hidden name matches no `OPENWOP_LOCAL_PACK_PREFIXES` prefix (a pack name starts with a
 //! letter), so openwop-app mounts neither folder.
 
-use super::PackError;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,7 +44,7 @@ impl Staging {
     /// A new hidden folder in `out` (created if missing) for the pack `name`. Folders an earlier
     /// replace of `name` left behind (a process killed between its renames, an addon a host still
     /// held on a system that keeps such files) are removed first.
-    pub(super) fn new(out: &Path, name: &str) -> Result<Self, PackError> {
+    pub(super) fn new(out: &Path, name: &str) -> Result<Self, String> {
         let leftover = format!(".{name}.replaced-");
         for entry in std::fs::read_dir(out).into_iter().flatten().flatten() {
             if entry.file_name().to_string_lossy().starts_with(&leftover) {
@@ -54,7 +53,7 @@ impl Staging {
         }
         let dir = hidden(out, name, "writing");
         std::fs::create_dir_all(&dir)
-            .map_err(|e| PackError::failed(format!("{}: cannot create: {e}", dir.display())))?;
+            .map_err(|e| String::from(format!("{}: cannot create: {e}", dir.display())))?;
         Ok(Self {
             dir,
             out: out.to_path_buf(),
@@ -65,36 +64,35 @@ impl Staging {
 
     /// Writes `bytes` to `file` (a path inside the pack folder, e.g. `schemas/x.json`) in the
     /// hidden folder; an error names the file as it will be in the pack folder.
-    pub(super) fn write(&self, file: &str, bytes: &[u8]) -> Result<(), PackError> {
+    pub(super) fn write(&self, file: &str, bytes: &[u8]) -> Result<(), String> {
         let shown = self.out.join(&self.name).join(file);
         if !Path::new(file)
             .components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
         {
-            return Err(PackError::failed(format!(
+            return Err(String::from(format!(
                 "{}: a pack file's path must be relative and stay inside the pack folder",
                 shown.display()
             )));
         }
         let path = self.dir.join(file);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                PackError::failed(format!("{}: cannot create: {e}", shown.display()))
-            })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| String::from(format!("{}: cannot create: {e}", shown.display())))?;
         }
         std::fs::write(&path, bytes)
-            .map_err(|e| PackError::failed(format!("{}: cannot write: {e}", shown.display())))
+            .map_err(|e| String::from(format!("{}: cannot write: {e}", shown.display())))
     }
 
     /// Moves the written folder to `out/<name>` and answers that path; the folder there before is
     /// renamed aside first (put back if the move fails) and removed after.
-    pub(super) fn replace(mut self) -> Result<PathBuf, PackError> {
+    pub(super) fn replace(mut self) -> Result<PathBuf, String> {
         let target = self.out.join(&self.name);
         let old = match std::fs::symlink_metadata(&target) {
             Ok(_) => {
                 let old = hidden(&self.out, &self.name, "replaced");
                 std::fs::rename(&target, &old).map_err(|e| {
-                    PackError::failed(format!("{}: cannot replace: {e}", target.display()))
+                    String::from(format!("{}: cannot replace: {e}", target.display()))
                 })?;
                 Some(old)
             }
@@ -104,7 +102,7 @@ impl Staging {
             if let Some(old) = &old {
                 let _ = std::fs::rename(old, &target);
             }
-            return Err(PackError::failed(format!(
+            return Err(String::from(format!(
                 "{}: cannot move the new pack folder into place (from {}): {e}",
                 target.display(),
                 self.dir.display()
