@@ -12,8 +12,9 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A test of the scaffold's node through openwop-app's fallback: three prose replies, then the
-/// JSON (4 requests on openwop-app, where the fallback comes after its 3).
+/// Tests of the scaffold's node through openwop-app's fallback (three prose replies, then the
+/// JSON: 4 requests on openwop-app, where the fallback comes after its 3) and through two HTTP
+/// 429s (resent below its loop: one attempt, 3 requests).
 const FALLBACK_TEST: &str = r#"
 #[tokio::test]
 async fn names_a_book_after_the_fallback() {
@@ -30,6 +31,23 @@ async fn names_a_book_after_the_fallback() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(title.title, "The Lamp");
     assert_eq!(provider.request_count(), 4);
+}
+
+#[tokio::test]
+async fn names_a_book_after_two_rate_limits() {
+    let limited = || Step::Error("HTTP 429 Too Many Requests".into());
+    let provider = ScriptedProvider::new(
+        [limited(), limited(), Step::json(&serde_json::json!({"title": "The Wait"}), 4)]
+            .into_iter()
+            .collect(),
+    );
+    let host = HostProfile::OpenwopApp.builder().provider(provider.clone()).build();
+    let title: Title = host
+        .run_typed(&NameBook, Topic { topic: "queues".into() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(title.title, "The Wait");
+    assert_eq!(provider.request_count(), 3); // resent below the loop: one attempt
 }
 "#;
 
@@ -64,7 +82,7 @@ fn cargo_wop_test_agrees_on_a_new_pack_and_fails_when_the_addon_answers_otherwis
     let passed = ok(cargo_wop(&["test"], &krate), "cargo wop test");
     let said = stderr(&passed);
     assert!(
-        said.contains("cargo wop test: 2 scripted run(s) give the same through the pack"),
+        said.contains("cargo wop test: 3 scripted run(s) give the same through the pack"),
         "{said}"
     );
     assert!(
@@ -72,7 +90,11 @@ fn cargo_wop_test_agrees_on_a_new_pack_and_fails_when_the_addon_answers_otherwis
         "{said}"
     );
     assert!(
-        records(&krate).len() == 2,
+        said.contains(r#"agrees: community.local.my-pack.name-book: {"outputs":{"title":"The Wait"},"requests":3,"status":"success"}"#),
+        "openwop-app resends a 429 below its loop: {said}"
+    );
+    assert!(
+        records(&krate).len() == 3,
         "the RFC 0248 run is not recorded: the harness plays openwop-app"
     );
 
@@ -89,7 +111,7 @@ fn cargo_wop_test_agrees_on_a_new_pack_and_fails_when_the_addon_answers_otherwis
     let said = stderr(&failed);
     assert_eq!(failed.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("2 of 2 scripted run(s) differ between the local host and the pack"),
+        said.contains("3 of 3 scripted run(s) differ between the local host and the pack"),
         "{said}"
     );
     assert!(

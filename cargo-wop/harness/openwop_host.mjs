@@ -127,7 +127,19 @@ class MockProvider {
     this.requests = [];
   }
 
+  // One provider dispatch, as openwop-app's `fetchWith429Retry` (providers/dispatch.ts) makes
+  // it: an HTTP 429 is sent again, up to 3 requests in all, before the dispatch fails.
   async dispatch(nodeId, req) {
+    for (let sent = 1; ; sent++) {
+      try {
+        return await this.request(nodeId, req);
+      } catch (e) {
+        if (sent >= 3 || !(e instanceof AiProviderError) || !/^HTTP 429\b/.test(e.message)) throw e;
+      }
+    }
+  }
+
+  async request(nodeId, req) {
     const steps = this.scripts.get(nodeId) ?? [];
     const i = this.cursor.get(nodeId) ?? 0;
     this.cursor.set(nodeId, i + 1);

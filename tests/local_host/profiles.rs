@@ -5,10 +5,8 @@
 //! was prose; `host/envelopeReliabilityEmit.ts`: `tryLenientParse`; `providers/dispatch.ts`:
 //! `fetchWith429Retry`, 3 requests per dispatch on HTTP 429), and an RFC 0248 host.
 
+use super::typed_run::{Title, Topic, TypedTitle};
 use super::*;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 use wop_sdk_host::local::{HostProfile, OPENWOP_APP_PROVIDERS, RunError, on_every_host};
 
 fn on(profile: HostProfile, steps: Vec<Step>) -> (LocalHost, ScriptedProvider) {
@@ -194,34 +192,9 @@ async fn openwop_app_resends_a_429_below_its_loop_and_an_rfc_0248_host_counts_it
     assert_eq!(provider.request_count(), 1);
 }
 
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-struct Topic {
-    topic: String,
-}
-
-#[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-struct Title {
-    title: String,
-}
-
-/// One structured call under a budget of 3 requests: the RFC 0248 ceiling, one short of
-/// openwop-app's worst case (3 and the fallback).
-#[wop_node(
-    type_id = "community.test.profile-title",
-    version = "1.0.0",
-    max_calls = 3
-)]
-async fn profile_title(ctx: &NodeCtx<'_>, input: Topic) -> Result<Title, NodeError> {
-    let completion = ctx
-        .call_ai(AiRequest::<Title>::prompt(format!(
-            "Name a book about {}",
-            input.topic
-        )))
-        .await?;
-    Ok(completion.into_output()?)
-}
-
 #[tokio::test]
+/// `TypedTitle`: one structured call under a budget of 3 requests, the RFC 0248 ceiling and one
+/// short of openwop-app's worst case (3 and the fallback).
 async fn a_node_is_charged_what_each_host_would_charge_it() {
     let mut seen = Vec::new();
     on_every_host(|profile| {
@@ -230,7 +203,7 @@ async fn a_node_is_charged_what_each_host_would_charge_it() {
             let (host, provider) = on(profile, vec![Step::json(&json!({"title": "Lamps"}), 3)]);
             let r = host
                 .run_typed(
-                    &ProfileTitle,
+                    &TypedTitle,
                     Topic {
                         topic: "lamps".into(),
                     },

@@ -8,13 +8,13 @@ use wop_sdk::{AiRequest, NodeCtx, NodeError, wop_node};
 use wop_sdk_host::local::{RunError, RunOptions};
 
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-struct Topic {
-    topic: String,
+pub(super) struct Topic {
+    pub(super) topic: String,
 }
 
 #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-struct Title {
-    title: String,
+pub(super) struct Title {
+    pub(super) title: String,
 }
 
 /// One typed call; a failed call ends the node through `?`.
@@ -23,7 +23,7 @@ struct Title {
     version = "1.0.0",
     max_calls = 3
 )]
-async fn typed_title(ctx: &NodeCtx<'_>, input: Topic) -> Result<Title, NodeError> {
+pub(super) async fn typed_title(ctx: &NodeCtx<'_>, input: Topic) -> Result<Title, NodeError> {
     let completion = ctx
         .call_ai(AiRequest::<Title>::prompt(format!(
             "Name a book about {}",
