@@ -44,6 +44,25 @@ async fn the_default_host_is_openwop_app_as_its_snapshot_advertises() {
     assert!(rel.events.iter().any(|e| e == kind::NL_TO_FORMAT_ENGAGED));
     assert_eq!(HostProfile::DEFAULT, HostProfile::OpenwopApp);
     assert!(!host.config().native_structured_output);
+    assert_eq!(
+        (
+            host.config().default_max_tokens,
+            host.config().provider_max_tokens
+        ),
+        (4096, 64_000)
+    );
+    // The scripted provider answers for every provider name openwop-app offers.
+    for (i, name) in OPENWOP_APP_PROVIDERS.into_iter().enumerate() {
+        let (host, provider) = on(HostProfile::OpenwopApp, vec![Step::text("hi", 1)]);
+        let r = host
+            .call_ai_json(
+                &key("p", u32::try_from(i).expect("small")),
+                &json!({"prompt": "t", "provider": name}),
+            )
+            .await;
+        assert!(r.is_ok(), "{name}: {r:?}");
+        assert_eq!(&*provider.requests()[0].provider, name);
+    }
     // The RFC 0248 host is the one the local host was before.
     let rfc = LocalHost::rfc0248().build().capabilities();
     let ca = rfc.call_accounting.expect("callAccounting");
