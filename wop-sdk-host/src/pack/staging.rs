@@ -53,7 +53,7 @@ impl Staging {
         }
         let dir = hidden(out, name, "writing");
         std::fs::create_dir_all(&dir)
-            .map_err(|e| String::from(format!("{}: cannot create: {e}", dir.display())))?;
+            .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         Ok(Self {
             dir,
             out: out.to_path_buf(),
@@ -70,18 +70,17 @@ impl Staging {
             .components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
         {
-            return Err(String::from(format!(
+            return Err(format!(
                 "{}: a pack file's path must be relative and stay inside the pack folder",
                 shown.display()
-            )));
+            ));
         }
         let path = self.dir.join(file);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
-                .map_err(|e| String::from(format!("{}: cannot create: {e}", shown.display())))?;
+                .map_err(|e| format!("{}: cannot create: {e}", shown.display()))?;
         }
-        std::fs::write(&path, bytes)
-            .map_err(|e| String::from(format!("{}: cannot write: {e}", shown.display())))
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: cannot write: {e}", shown.display()))
     }
 
     /// Moves the written folder to `out/<name>` and answers that path; the folder there before is
@@ -91,9 +90,8 @@ impl Staging {
         let old = match std::fs::symlink_metadata(&target) {
             Ok(_) => {
                 let old = hidden(&self.out, &self.name, "replaced");
-                std::fs::rename(&target, &old).map_err(|e| {
-                    String::from(format!("{}: cannot replace: {e}", target.display()))
-                })?;
+                std::fs::rename(&target, &old)
+                    .map_err(|e| format!("{}: cannot replace: {e}", target.display()))?;
                 Some(old)
             }
             Err(_) => None,
@@ -102,11 +100,11 @@ impl Staging {
             if let Some(old) = &old {
                 let _ = std::fs::rename(old, &target);
             }
-            return Err(String::from(format!(
+            return Err(format!(
                 "{}: cannot move the new pack folder into place (from {}): {e}",
                 target.display(),
                 self.dir.display()
-            )));
+            ));
         }
         self.placed = true;
         if let Some(old) = old {
